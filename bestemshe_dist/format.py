@@ -1,0 +1,226 @@
+"""The block-compressed bitset format of a layer file (SPEC.md, "The file format").
+
+Bytes in, bytes out: callers do the file or network I/O. A file is
+
+    u32 num_blocks                 little-endian
+    u32 offsets[num_blocks + 1]    absolute; offsets[0] = header size, offsets[-1] = file size
+    frame 0, frame 1, ...          one Zstandard frame per 4 MiB block of the raw bitset
+
+Everything read from a file is validated before it is trusted, and every fault
+is a FormatError whose one sentence names the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import zstandard
+
+from bestemshe_dist.errors import FormatError
+
+BLOCK_BYTES = 4_194_304
+BLOCK_BITS = 33_554_432
+ZSTD_LEVEL = 19
+
+# Offsets are u32, so no byte of a file may lie at or past 4 GiB.
+_MAX_FILE_SIZE = 2**32 - 1
+
+# Compressors and decompressors are not safe to share between threads, and
+# callers compress blocks from several threads at once (zstandard releases the
+# GIL), so each thread gets its own.
+_local = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    c = getattr(_local, "compressor", None)
+    if c is None:
+        # Content size in the frame header, no checksum: what the published files hold.
+        c = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True, write_checksum=False)
+        _local.compressor = c
+    return c
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    d = getattr(_local, "decompressor", None)
+    if d is None:
+        d = zstandard.ZstdDecompressor()
+        _local.decompressor = d
+    return d
+
+
+def _blocks(n: int) -> str:
+    return f"{n} block" if n == 1 else f"{n} blocks"
+
+
+def bitset_bytes(nbits: int) -> int:
+    """Bytes of the raw bitset for `nbits` positions: ceil(nbits / 8)."""
+    return (nbits + 7) // 8
+
+
+def blocks_for_bits(nbits: int) -> int:
+    """Blocks in a layer of `nbits` positions; a layer always has at least one."""
+    return max(1, (nbits + BLOCK_BITS - 1) // BLOCK_BITS)
+
+
+def header_size(num_blocks: int) -> int:
+    """Bytes of the header: the count plus num_blocks + 1 offsets."""
+    return 4 + 4 * (num_blocks + 1)
+
+
+def header_bytes_needed(head4: bytes, name: str = "layer file", file_size: int | None = None) -> int:
+    """How many bytes the whole header takes, from the file's first 4 bytes.
+
+    For ranged readers: fetch 4 bytes, then this many. With `file_size`, a count
+    the file cannot hold is refused here, before anything large is fetched.
+    """
+    if len(head4) < 4:
+        raise FormatError(f"{name}: file is cut short, it has {len(head4)} bytes but the block count needs 4.")
+    num_blocks = int.from_bytes(bytes(head4[:4]), "little")
+    needed = header_size(num_blocks)
+    if file_size is not None and needed > file_size:
+        raise FormatError(
+            f"{name}: header says {_blocks(num_blocks)}, which needs {needed} bytes, "
+            f"but the file is {file_size} bytes."
+        )
+    return needed
+
+
+def _as_bytes_view(raw) -> memoryview:
+    if isinstance(raw, np.ndarray):
+        raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1)
+    return memoryview(raw).cast("B")
+
+
+def compress_block(raw) -> bytes:
+    """One Zstandard frame of one block; `raw` (at most BLOCK_BYTES) is zero-padded to BLOCK_BYTES."""
+    view = _as_bytes_view(raw)
+    if len(view) > BLOCK_BYTES:
+        raise ValueError(f"a block holds at most {BLOCK_BYTES} bytes, got {len(view)}")
+    if len(view) < BLOCK_BYTES:
+        # Only the last block of a layer is short; the spec pads it with zeros.
+        padded = bytearray(BLOCK_BYTES)
+        padded[: len(view)] = view
+        view = memoryview(padded)
+    return _compressor().compress(view)
+
+
+def build_file(frames: list[bytes]) -> bytes:
+    """Header plus the frames, in order."""
+    if not frames:
+        raise ValueError("a layer file has at least one block")
+    num_blocks = len(frames)
+    offsets = np.empty(num_blocks + 1, dtype=np.int64)
+    offsets[0] = header_size(num_blocks)
+    offsets[1:] = offsets[0] + np.cumsum([len(f) for f in frames], dtype=np.int64)
+    if offsets[-1] > _MAX_FILE_SIZE:
+        raise FormatError(
+            f"layer file would be {int(offsets[-1])} bytes, past the 4 GiB its 32-bit offsets can address."
+        )
+    header = num_blocks.to_bytes(4, "little") + offsets.astype("<u4").tobytes()
+    return b"".join([header, *frames])
+
+
+def encode_bitset(bits, nbits: int) -> bytes:
+    """The file for a raw bitset of `nbits` positions (bytes past the bitset are ignored)."""
+    nbytes = bitset_bytes(nbits)
+    view = _as_bytes_view(bits)
+    if len(view) < nbytes:
+        raise ValueError(f"a bitset of {nbits} bits needs {nbytes} bytes, got {len(view)}")
+    frames = []
+    for b in range(blocks_for_bits(nbits)):
+        start = b * BLOCK_BYTES
+        chunk = view[start : min(start + BLOCK_BYTES, nbytes)]
+        if start + len(chunk) == nbytes and nbits % 8:
+            # Bits past nbits name no position; the files hold them as zero.
+            chunk = bytearray(chunk)
+            chunk[-1] &= (1 << (nbits % 8)) - 1
+        frames.append(compress_block(chunk))
+    return build_file(frames)
+
+
+def parse_header(head: bytes, file_size: int, name: str, nbits: int | None = None) -> np.ndarray:
+    """Validated offsets (int64, num_blocks + 1) from the start of a file of `file_size` bytes."""
+    num_blocks = int.from_bytes(bytes(head[:4]), "little") if len(head) >= 4 else None
+    if num_blocks is None:
+        raise FormatError(f"{name}: file is cut short, it has {len(head)} bytes but the block count needs 4.")
+    if num_blocks < 1:
+        raise FormatError(f"{name}: header says 0 blocks but a layer file has at least 1.")
+    if nbits is not None:
+        need = blocks_for_bits(nbits)
+        if num_blocks != need:
+            raise FormatError(
+                f"{name}: header says {_blocks(num_blocks)} but a layer of {nbits} positions needs {need}."
+            )
+    else:
+        # Every frame takes at least one byte, so the file size bounds the count.
+        most = max(0, (file_size - header_size(0)) // 5)
+        if num_blocks > most:
+            raise FormatError(
+                f"{name}: header says {_blocks(num_blocks)} "
+                f"but a file of {file_size} bytes can hold at most {most}."
+            )
+    hsize = header_size(num_blocks)
+    if len(head) < hsize:
+        raise FormatError(
+            f"{name}: header of {_blocks(num_blocks)} needs {hsize} bytes but the file has only {len(head)}."
+        )
+    offsets = np.frombuffer(bytes(head[4:hsize]), dtype="<u4").astype(np.int64)
+    if offsets[0] != hsize:
+        raise FormatError(
+            f"{name}: first frame offset is {int(offsets[0])} "
+            f"but the header of {_blocks(num_blocks)} ends at {hsize}."
+        )
+    steps = np.diff(offsets)
+    if (steps <= 0).any():
+        b = int(np.argmax(steps <= 0))
+        raise FormatError(
+            f"{name}: offsets are not strictly increasing at block {b} "
+            f"({int(offsets[b])} then {int(offsets[b + 1])})."
+        )
+    if offsets[-1] != file_size:
+        raise FormatError(f"{name}: last offset is {int(offsets[-1])} but the file is {file_size} bytes.")
+    return offsets
+
+
+def frame_sizes(offsets) -> np.ndarray:
+    """Compressed size of each block."""
+    return np.diff(np.asarray(offsets, dtype=np.int64))
+
+
+def decode_block(frame: bytes, name: str, index: int) -> bytes:
+    """The BLOCK_BYTES raw bytes of one frame; output is bounded before anything is allocated."""
+    bad = f"{name}: block {index} is not a valid Zstandard frame of 4 MiB"
+    try:
+        size = zstandard.get_frame_parameters(frame).content_size
+    except zstandard.ZstdError as e:
+        raise FormatError(f"{bad} ({e}).") from None
+    if size != BLOCK_BYTES:
+        shown = "not recorded" if size == zstandard.CONTENTSIZE_UNKNOWN else f"{size} bytes"
+        raise FormatError(f"{bad} (its content size is {shown}).")
+    try:
+        # No extra data allowed: the frame must fill its offsets range exactly.
+        raw = _decompressor().decompress(frame, max_output_size=BLOCK_BYTES, allow_extra_data=False)
+    except zstandard.ZstdError as e:
+        raise FormatError(f"{bad} ({e}).") from None
+    if len(raw) != BLOCK_BYTES:
+        raise FormatError(f"{bad} (it decompresses to {len(raw)} bytes).")
+    return raw
+
+
+def decode_file(data: bytes, name: str, nbits: int | None = None) -> np.ndarray:
+    """The raw bitset of a whole file: bitset_bytes(nbits) bytes, or every block when nbits is None."""
+    view = memoryview(data).cast("B")
+    offsets = parse_header(view, len(view), name, nbits)
+    num_blocks = len(offsets) - 1
+    total = bitset_bytes(nbits) if nbits is not None else num_blocks * BLOCK_BYTES
+    out = np.empty(total, dtype=np.uint8)
+    for b in range(num_blocks):
+        raw = decode_block(view[offsets[b] : offsets[b + 1]], name, b)
+        start = b * BLOCK_BYTES
+        n = min(BLOCK_BYTES, total - start)
+        out[start : start + n] = np.frombuffer(raw, dtype=np.uint8, count=n)
+    if nbits is not None and nbits % 8:
+        # Bits past nbits name no position; clear them so counts stay exact.
+        out[-1] &= (1 << (nbits % 8)) - 1
+    return out

@@ -1,0 +1,210 @@
+"""Numba loops over rank ranges of one pair: evaluate positions, pack and count values.
+
+Values live in "code" arrays, 2 bits per position packed 32 to a uint64 word:
+
+    UNKNOWN = 0   not (yet) decided; at the fixpoint this is DRAW
+    WIN     = 1   the side to move wins
+    LOSS    = 2   the side to move loses
+
+The same encoding serves a pair being solved and a finished dependency layer
+(where 0 means DRAW), so a child's value is one 2-bit read whichever layer it is in:
+one cache miss per child instead of two (win and draw bitsets).
+
+Kernels take arrays and integers only; they never see a URL, a dict or a Dask object.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+
+UNKNOWN = 0
+WIN = 1
+LOSS = 2
+
+# Dependency layers are passed as a fixed-length tuple (one compiled signature for
+# every layer): slot j holds the layer reached by capturing 2 * (j + 1) stones.
+MAX_DEPS = 16
+
+_EVEN = np.uint64(0x5555555555555555)
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def code_words(npos: int) -> int:
+    """uint64 words holding npos 2-bit codes (never 0, so every array has a word)."""
+    return max(1, (npos + 31) // 32)
+
+
+def new_codes(npos: int) -> np.ndarray:
+    return np.zeros(code_words(npos), dtype=np.uint64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def get_code(codes, index):
+    return (codes[index >> 5] >> np.uint64((index & 31) << 1)) & np.uint64(3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def set_code(codes, index, code):
+    codes[index >> 5] |= np.uint64(code) << np.uint64((index & 31) << 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def evaluate(board, after, pits, win_kazan, k1, other, deps, binom):
+    """The value of one position given its children's current codes (SPEC.md min-max).
+
+    WIN if some move wins at once or reaches a LOSS; LOSS if every move reaches a WIN
+    (so also when there is no move); UNKNOWN otherwise.
+    """
+    all_win = True
+    for pit in range(pits):
+        outcome, captured = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        if outcome == MOVE_EMPTY:
+            continue
+        if outcome == MOVE_WIN:
+            return WIN
+        child = rotated_rank(after, pits, binom)
+        if captured == 0:
+            code = get_code(other, child)
+        else:
+            code = get_code(deps[captured // 2 - 1], child)
+        if code == LOSS:
+            return WIN
+        if code != WIN:
+            all_win = False
+    return LOSS if all_win else UNKNOWN
+
+
+@njit(cache=True, nogil=True)
+def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, out, out_lo):
+    """Evaluate every undecided position of layer (k1, k2) with rank in [lo, hi).
+
+    own:   codes of this layer (only read, to skip decided positions);
+    other: codes of the paired layer (k2, k1), where non-capturing moves lead;
+    deps:  MAX_DEPS code arrays, slot j = layer (k2, k1 + 2 (j + 1));
+    out:   where a new decision for rank x is OR-ed, at index x - out_lo. Passing
+           `own` with out_lo = 0 decides in place (later positions see it at once);
+           a separate array gives rounds that only use earlier rounds' values.
+    Returns (new wins, new losses).
+    """
+    n = 2 * pits
+    board = np.empty(n, np.int64)
+    after = np.empty(n, np.int64)
+    new_win = 0
+    new_loss = 0
+    if lo >= hi:
+        return new_win, new_loss
+    unrank(lo, stones, binom, board)
+    for x in range(lo, hi):
+        if get_code(own, x) == UNKNOWN:
+            code = evaluate(board, after, pits, win_kazan, k1, other, deps, binom)
+            if code == WIN:
+                set_code(out, x - out_lo, WIN)
+                new_win += 1
+            elif code == LOSS:
+                set_code(out, x - out_lo, LOSS)
+                new_loss += 1
+        if x + 1 < hi:
+            successor(board)
+    return new_win, new_loss
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _compact_even(x):
+    """Gather bits 0, 2, 4, ... 62 of x into bits 0..31."""
+    x &= _EVEN
+    x = (x | (x >> np.uint64(1))) & np.uint64(0x3333333333333333)
+    x = (x | (x >> np.uint64(2))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    x = (x | (x >> np.uint64(4))) & np.uint64(0x00FF00FF00FF00FF)
+    x = (x | (x >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
+    x = (x | (x >> np.uint64(16))) & _U32
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _spread_even(x):
+    """Inverse of _compact_even: bit i of x (i < 32) goes to bit 2 i."""
+    x &= _U32
+    x = (x | (x << np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    x = (x | (x << np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    x = (x | (x << np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    x = (x | (x << np.uint64(2))) & np.uint64(0x3333333333333333)
+    x = (x | (x << np.uint64(1))) & _EVEN
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _valid_mask(npos, word):
+    """Mask of the even bits of `word` that belong to positions below npos."""
+    left = npos - word * 32
+    if left >= 32:
+        return _EVEN
+    return _EVEN & ((np.uint64(1) << np.uint64(2 * left)) - np.uint64(1))
+
+
+@njit(cache=True, nogil=True)
+def codes_to_bitsets(codes, npos, first_word, win32, draw32):
+    """Split codes into the file's win and draw bitsets (uint32 views, LSB first).
+
+    codes[w] covers positions 32 (first_word + w) ...; win32/draw32 are indexed the same
+    way as codes. Positions at or past npos get neither bit. Returns (win, draw, loss).
+    """
+    wins = 0
+    draws = 0
+    losses = 0
+    for w in range(codes.shape[0]):
+        mask = _valid_mask(npos, first_word + w)
+        x = codes[w]
+        low = x & mask
+        high = (x >> np.uint64(1)) & mask
+        draw = ~(x | (x >> np.uint64(1))) & mask
+        win32[w] = np.uint32(_compact_even(low))
+        draw32[w] = np.uint32(_compact_even(draw))
+        wins += _popcount(low)
+        draws += _popcount(draw)
+        losses += _popcount(high & ~low)
+    return wins, draws, losses
+
+
+@njit(cache=True, nogil=True)
+def bitsets_to_codes(win32, draw32, npos, codes):
+    """Inverse of codes_to_bitsets for a whole layer; returns how many positions have
+    both bits set (a corrupt file: the caller refuses it)."""
+    clashes = 0
+    for w in range(codes.shape[0]):
+        mask = _valid_mask(npos, w)
+        win = _spread_even(np.uint64(win32[w])) & mask
+        draw = _spread_even(np.uint64(draw32[w])) & mask
+        clashes += _popcount(win & draw)
+        loss = ~(win | draw) & mask
+        codes[w] = win | (loss << np.uint64(1))
+    return clashes
+
+
+@njit(cache=True, nogil=True)
+def merge_codes(codes, first_word, delta):
+    """OR a chunk's new decisions (delta, starting at word first_word) into codes."""
+    for w in range(delta.shape[0]):
+        codes[first_word + w] |= delta[w]
+
+
+@njit(cache=True, nogil=True)
+def count_codes(codes, npos):
+    """(wins, losses, undecided) among the first npos positions."""
+    wins = 0
+    losses = 0
+    for w in range(codes.shape[0]):
+        mask = _valid_mask(npos, w)
+        x = codes[w]
+        wins += _popcount(x & mask)
+        losses += _popcount((x >> np.uint64(1)) & mask)
+    return wins, losses, npos - wins - losses

@@ -1,0 +1,94 @@
+"""The DAG of pairs and layers for a variant (pure Python: easy to test and print).
+
+A non-capturing move goes from layer (a, b) to (b, a): the two are one *pair*,
+solved together. A capture goes to a layer with more stones captured, so pairs
+are ordered by m = k1 + k2, largest first, and a pair depends on the layers its
+captures reach (SPEC.md, "Layers and their order").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UsageError
+from .pair import capture_targets, pair_layers
+from .variant import Variant
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    a: int
+    b: int                       # a <= b
+    layers: tuple                # ((a, b), (b, a)) or ((a, a),)
+    layer_size: int              # positions in each layer of the pair
+    deps: tuple                  # layers reached by captures, sorted
+
+    @property
+    def key(self) -> str:
+        return f"pair-{self.a}-{self.b}"
+
+    @property
+    def captured(self) -> int:
+        return self.a + self.b
+
+    @property
+    def positions(self) -> int:
+        return self.layer_size * len(self.layers)
+
+
+def layer_key(k1: int, k2: int) -> str:
+    return f"layer-{k1}-{k2}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    variant: Variant
+    min_captured: int
+    pairs: tuple                 # in a valid solving order (largest m first)
+
+    @property
+    def layers(self) -> list:
+        return [layer for p in self.pairs for layer in p.layers]
+
+    @property
+    def positions(self) -> int:
+        return sum(p.positions for p in self.pairs)
+
+    def pair_of(self, layer) -> PairPlan:
+        a, b = sorted(layer)
+        for p in self.pairs:
+            if (p.a, p.b) == (a, b):
+                return p
+        raise KeyError(layer)
+
+    def describe(self) -> str:
+        v = self.variant
+        lines = [
+            f"# {v.describe()}: {len(self.pairs)} pairs, {len(self.layers)} layers, "
+            f"{self.positions:,} positions (k1 + k2 >= {self.min_captured})",
+            "# m     pair         layer size  positions  depends on",
+        ]
+        for p in self.pairs:
+            deps = " ".join(f"{k1}_{k2}" for k1, k2 in p.deps) or "-"
+            lines.append(
+                f"{p.captured:3d}  {p.key:<12} {p.layer_size:12,d} {p.positions:10,d}  {deps}"
+            )
+        return "\n".join(lines)
+
+
+def make_plan(variant: Variant, min_captured: int = 0) -> Plan:
+    top = 2 * (variant.win_kazan - 2)
+    if min_captured < 0 or min_captured > top:
+        raise UsageError(
+            f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, "
+            f"not {min_captured}."
+        )
+    pairs = []
+    for m in range(top, min_captured - 1, -1):
+        for a in variant.kazans:
+            b = m - a
+            if b < a or b not in variant.kazans:
+                continue
+            layers = tuple(pair_layers(a, b))
+            deps = sorted({t for layer in layers for t in capture_targets(variant, *layer)})
+            pairs.append(PairPlan(a, b, layers, variant.layer_size(a, b), tuple(deps)))
+    return Plan(variant, min_captured, tuple(pairs))

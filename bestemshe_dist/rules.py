@@ -1,0 +1,164 @@
+"""The rules and the rank (SPEC.md), as numba functions on small integer arrays.
+
+No I/O, no Dask: these are the building blocks of the kernels, and the brute-force
+tests check them against an independent implementation.
+
+A board is an int64 array of n = 2 * pits counts, written from the side to move
+(own pits 0..pits-1, then the opponent's). Ranks follow SPEC.md:
+
+    rank = sum over i = 0..n-2 of C(i + p_i, i + 1),  p_i = pits[0] + ... + pits[i]
+
+so `binom` is Variant.binom (binom[x, k] = C(x, k)).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Outcomes of sow_and_capture, beside the capture count.
+MOVE_EMPTY = -1     # the chosen pit holds no stone: not a legal move
+MOVE_WIN = 1        # the mover wins at once (opponent row empty, or kazan >= win_kazan)
+MOVE_ON = 0         # the game goes on: the opponent is to move in the child
+
+
+@njit(cache=True, nogil=True)
+def rank(board, binom):
+    prefix = 0
+    value = 0
+    for i in range(board.shape[0] - 1):
+        prefix += board[i]
+        value += binom[i + prefix, i + 1]
+    return value
+
+
+@njit(cache=True, nogil=True)
+def unrank(value, stones, binom, board):
+    """Fill `board` (length n) with the position of rank `value` among `stones` stones."""
+    n = board.shape[0]
+    # Colex decoding: the prefix sums plus their index form a strictly increasing
+    # (n-1)-subset of [0, stones + n - 2]; peel off its largest element first.
+    upper = stones + n - 2
+    above = stones  # p_{n-1} = all stones
+    for i in range(n - 2, -1, -1):
+        k = i + 1
+        c = upper
+        while binom[c, k] > value:
+            c -= 1
+        value -= binom[c, k]
+        prefix = c - i
+        board[i + 1] = above - prefix
+        above = prefix
+        upper = c - 1
+    board[0] = above
+
+
+@njit(cache=True, nogil=True)
+def successor(board):
+    """Advance `board` to the position of the next rank (an odometer over stones).
+
+    Returns False (board unchanged) at the last rank. Derivation: the colex successor
+    raises the smallest prefix sum p_j that can grow (pits[j + 1] > 0) and resets the
+    lower prefix sums to 0, i.e. everything in pits 0..j plus one stone from pit j+1
+    gathers in pit j.
+    """
+    n = board.shape[0]
+    gathered = 0
+    for j in range(n - 1):
+        gathered += board[j]
+        if board[j + 1] > 0:
+            for t in range(j):
+                board[t] = 0
+            board[j] = gathered + 1
+            board[j + 1] -= 1
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def sow_and_capture(board, pit, pits, k1, win_kazan, after):
+    """Play own `pit` on `board`; `after` gets the board (mover's view, not rotated).
+
+    Returns (outcome, captured). Sowing follows SPEC.md: s == 1 moves the stone to the
+    next pit; s > 1 puts one stone back and the other s - 1 one each into the
+    following pits, wrapping (so pit i itself gets one more per full lap).
+    """
+    n = 2 * pits
+    s = board[pit]
+    if s == 0:
+        return MOVE_EMPTY, 0
+    for j in range(n):
+        after[j] = board[j]
+    if s == 1:
+        after[pit] = 0
+        last = pit + 1          # pit < pits, so no wrap
+        after[last] += 1
+    else:
+        laps = (s - 1) // n
+        rest = (s - 1) - laps * n
+        after[pit] = 1
+        if laps:
+            for j in range(n):
+                after[j] += laps
+        for t in range(1, rest + 1):
+            j = pit + t
+            if j >= n:
+                j -= n
+            after[j] += 1
+        last = (pit + s - 1) % n
+    captured = 0
+    if last >= pits and after[last] % 2 == 0:
+        captured = after[last]
+        after[last] = 0
+    if k1 + captured >= win_kazan:
+        return MOVE_WIN, captured
+    for j in range(pits, n):
+        if after[j]:
+            return MOVE_ON, captured
+    return MOVE_WIN, captured
+
+
+@njit(cache=True, nogil=True)
+def rotated_rank(after, pits, binom):
+    """Rank of the child board: `after` seen from the opponent (rotated by `pits`)."""
+    n = 2 * pits
+    prefix = 0
+    value = 0
+    for i in range(n - 1):
+        j = i + pits
+        if j >= n:
+            j -= n
+        prefix += after[j]
+        value += binom[i + prefix, i + 1]
+    return value
+
+
+@njit(cache=True, nogil=True)
+def rotate(after, pits, child):
+    n = 2 * pits
+    for i in range(n):
+        j = i + pits
+        if j >= n:
+            j -= n
+        child[i] = after[j]
+
+
+def new_board(variant) -> np.ndarray:
+    return np.zeros(variant.board, dtype=np.int64)
+
+
+def play(variant, k1: int, k2: int, board, pit: int):
+    """Python-level move for callers outside the hot loops (oracle, tests).
+
+    Returns None for an empty pit, ("win", captured) when the mover wins at once, or
+    ("child", (k1', k2', child_board), captured) with the child from the opponent's side.
+    """
+    board = np.asarray(board, dtype=np.int64)
+    after = np.empty_like(board)
+    outcome, captured = sow_and_capture(board, pit, variant.pits, k1, variant.win_kazan, after)
+    if outcome == MOVE_EMPTY:
+        return None
+    if outcome == MOVE_WIN:
+        return ("win", int(captured))
+    child = np.empty_like(board)
+    rotate(after, variant.pits, child)
+    return ("child", (k2, k1 + int(captured), child), int(captured))

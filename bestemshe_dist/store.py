@@ -1,0 +1,153 @@
+"""Where layers live: any fsspec URL (plain path, file://, memory://, s3://, ...).
+
+The only module that does I/O. Publication is atomic: a layer file appears whole
+or not at all, and the manifest entry of a layer is written after its files.
+Private work files live under `.bestemshe/` beside the layers.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+
+import fsspec
+
+from .errors import StoreError
+from .tables import decode_layer, layer_file_name
+from .variant import Variant
+
+PRIVATE = ".bestemshe"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "bestemshe-tablebase"
+
+
+def redact(url: str) -> str:
+    """The URL without any user:password@ part, safe for logs and errors."""
+    return re.sub(r"(?<=://)[^/@]*@", "***@", str(url))
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.rstrip(".")
+
+
+class Store:
+    def __init__(self, url: str, storage_options: dict | None = None):
+        self.url = str(url).rstrip("/") or str(url)
+        self.storage_options = dict(storage_options or {})
+        self.shown = redact(self.url)
+        try:
+            self.fs, self.root = fsspec.core.url_to_fs(self.url, **self.storage_options)
+        except (ImportError, ValueError, TypeError) as exc:
+            raise StoreError(f"cannot open {self.shown}: {_reason(exc)}.") from None
+        self.root = self.root.rstrip("/")
+        self.local = "file" in _protocols(self.fs)
+
+    # -- plumbing ---------------------------------------------------------------
+    def path(self, name: str) -> str:
+        return f"{self.root}/{name}" if self.root else name
+
+    @contextlib.contextmanager
+    def _io(self, what: str, name: str):
+        try:
+            yield
+        except StoreError:
+            raise
+        except FileNotFoundError:
+            raise StoreError(f"cannot {what} {self.shown}/{name}: it does not exist.") from None
+        except Exception as exc:  # fsspec backends raise many kinds; one sentence each
+            raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
+
+    def exists(self, name: str) -> bool:
+        with self._io("check", name):
+            return self.fs.exists(self.path(name))
+
+    def size(self, name: str) -> int:
+        with self._io("stat", name):
+            return int(self.fs.size(self.path(name)))
+
+    def read_bytes(self, name: str) -> bytes:
+        with self._io("read", name):
+            return self.fs.cat_file(self.path(name))
+
+    def read_range(self, name: str, start: int, end: int) -> bytes:
+        with self._io("read", name):
+            return self.fs.cat_file(self.path(name), start=start, end=end)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write `name` so that readers see the old object or the whole new one."""
+        with self._io("write", name):
+            if self.local:
+                # A local file is visible while it is written: write aside, then rename.
+                tmp = f"{PRIVATE}/tmp/{uuid.uuid4().hex}"
+                self.fs.makedirs(self.path(f"{PRIVATE}/tmp"), exist_ok=True)
+                parent = name.rsplit("/", 1)[0] if "/" in name else ""
+                self.fs.makedirs(self.path(parent) if parent else self.root or ".", exist_ok=True)
+                self.fs.pipe_file(self.path(tmp), data)
+                self.fs.mv(self.path(tmp), self.path(name))
+            else:
+                # An object store's PUT is atomic by itself.
+                self.fs.pipe_file(self.path(name), data)
+
+    def move(self, src: str, dst: str) -> None:
+        with self._io("publish", dst):
+            self.fs.mv(self.path(src), self.path(dst))
+
+    def remove(self, name: str) -> None:
+        with self._io("remove", name):
+            if self.fs.exists(self.path(name)):
+                self.fs.rm(self.path(name), recursive=True)
+
+    def ensure_root(self) -> None:
+        with self._io("create", ""):
+            if self.local:
+                self.fs.makedirs(self.root or ".", exist_ok=True)
+
+    # -- manifest -----------------------------------------------------------------
+    def read_manifest(self) -> dict | None:
+        if not self.exists(MANIFEST):
+            return None
+        raw = self.read_bytes(MANIFEST)
+        try:
+            manifest = json.loads(raw)
+            if manifest.get("format") != MANIFEST_FORMAT or not isinstance(manifest.get("layers"), dict):
+                raise ValueError
+        except (ValueError, AttributeError):
+            raise StoreError(f"{self.shown}/{MANIFEST} is not a bestemshe manifest.") from None
+        return manifest
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.write_bytes(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+    def open_manifest(self, variant: Variant) -> dict:
+        """The manifest to extend: the existing one (same variant only) or a new one."""
+        manifest = self.read_manifest()
+        if manifest is None:
+            return new_manifest(variant)
+        if manifest.get("variant") != variant.as_dict():
+            raise StoreError(
+                f"{self.shown} holds a tablebase of {manifest.get('variant')}, "
+                f"not of {variant.as_dict()}; choose another --out."
+            )
+        return manifest
+
+    # -- layers -------------------------------------------------------------------
+    def read_layer_codes(self, variant: Variant, k1: int, k2: int):
+        npos = variant.layer_size(k1, k2)
+        win = self.read_bytes(layer_file_name(k1, k2, "win"))
+        draw = self.read_bytes(layer_file_name(k1, k2, "draw"))
+        return decode_layer(win, draw, npos, k1, k2)
+
+
+def new_manifest(variant: Variant) -> dict:
+    return {"format": MANIFEST_FORMAT, "version": 1, "variant": variant.as_dict(), "layers": {}}
+
+
+def manifest_key(k1: int, k2: int) -> str:
+    return f"{k1}_{k2}"
+
+
+def _protocols(fs) -> tuple:
+    proto = fs.protocol
+    return proto if isinstance(proto, tuple) else (proto,)

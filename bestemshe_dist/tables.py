@@ -1,0 +1,73 @@
+"""A layer's values (2-bit codes) to and from its two files, win and draw (pure, no I/O)."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import format as fmt
+from . import kernels
+from .errors import FormatError
+
+
+def layer_file_name(k1: int, k2: int, kind: str) -> str:
+    return f"layer_{k1}_{k2}_{kind}.bin"
+
+
+def split_codes(codes: np.ndarray, npos: int):
+    """(win bitset, draw bitset, (wins, draws, losses)) as whole 4 MiB blocks of bytes."""
+    nbytes = fmt.blocks_for_bits(npos) * fmt.BLOCK_BYTES
+    win = np.zeros(nbytes, dtype=np.uint8)
+    draw = np.zeros(nbytes, dtype=np.uint8)
+    words = kernels.code_words(npos)
+    counts = kernels.codes_to_bitsets(
+        codes[:words], npos, 0, win.view(np.uint32)[:words], draw.view(np.uint32)[:words]
+    )
+    return win, draw, tuple(int(c) for c in counts)
+
+
+def compress_bitset(bits: np.ndarray, npos: int, threads: int = 1) -> bytes:
+    """The layer file for one bitset; blocks are compressed on `threads` threads
+    (zstandard releases the GIL, and level 19 dominates the cost of publishing)."""
+    blocks = [bits[i:i + fmt.BLOCK_BYTES] for i in range(0, fmt.blocks_for_bits(npos) * fmt.BLOCK_BYTES, fmt.BLOCK_BYTES)]
+    if threads > 1 and len(blocks) > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            frames = list(pool.map(fmt.compress_block, blocks))
+    else:
+        frames = [fmt.compress_block(b) for b in blocks]
+    return fmt.build_file(frames)
+
+
+def encode_layer(codes: np.ndarray, npos: int, threads: int = 1):
+    """(win file bytes, draw file bytes, (wins, draws, losses))."""
+    win, draw, counts = split_codes(codes, npos)
+    return compress_bitset(win, npos, threads), compress_bitset(draw, npos, threads), counts
+
+
+def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int) -> np.ndarray:
+    """Codes of a layer from its two files, refusing a position marked both win and draw."""
+    win = fmt.decode_file(win_file, layer_file_name(k1, k2, "win"), npos)
+    draw = fmt.decode_file(draw_file, layer_file_name(k1, k2, "draw"), npos)
+    return codes_from_bitsets(win, draw, npos, k1, k2)
+
+
+def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2: int) -> np.ndarray:
+    words = kernels.code_words(npos)
+    padded = words * 4
+    win32 = _padded(win, padded).view(np.uint32)
+    draw32 = _padded(draw, padded).view(np.uint32)
+    codes = kernels.new_codes(npos)
+    clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes)
+    if clashes:
+        raise FormatError(
+            f"layer {k1}_{k2}: {clashes} positions are marked both win and draw."
+        )
+    return codes
+
+
+def _padded(bits: np.ndarray, nbytes: int) -> np.ndarray:
+    if bits.shape[0] >= nbytes:
+        return np.ascontiguousarray(bits[:nbytes])
+    out = np.zeros(nbytes, dtype=np.uint8)
+    out[: bits.shape[0]] = bits
+    return out
