@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads-per-worker", type=int, default=1)
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="use a running Dask scheduler instead of a local cluster")
+    p.add_argument("--method", choices=("frontier", "sweep"), default="frontier",
+                   help="frontier: re-evaluate only predecessors of new decisions (default); "
+                        "sweep: re-evaluate every undecided position each round, like the original solver")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
     p = sub.add_parser("plan", help="print the DAG of pairs and layers")
@@ -72,7 +75,8 @@ def _cmd_solve(args) -> int:
 
     variant = Variant(args.stones, args.pits)
     plan = make_plan(variant, args.min_captured)
-    job = Job(url=args.out, variant=variant, storage_options=_storage_options(args.storage_options))
+    job = Job(url=args.out, variant=variant, storage_options=_storage_options(args.storage_options),
+              method=args.method)
     start = time.perf_counter()
 
     def log(line):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+from .rules import MOVE_EMPTY, MOVE_WIN, rank, rotated_rank, sow_and_capture, successor, unmoves, unrank
 
 UNKNOWN = 0
 WIN = 1
@@ -108,6 +108,95 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, ou
         if x + 1 < hi:
             successor(board)
     return new_win, new_loss
+
+
+@njit(cache=True, nogil=True)
+def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, other, deps, binom,
+                   out_ranks, out_codes):
+    """Re-evaluate the predecessors of positions decided in the previous round.
+
+    sources are ranks in the paired layer (k2, k1) whose codes are source_codes;
+    their predecessors (by un-moves) lie in this layer (k1, k2), whose codes are
+    `own`; `other` holds the paired layer's codes (where this layer's quiet moves
+    lead) and deps its capture targets, as in sweep_range. A predecessor of a LOSS
+    is a WIN; a predecessor of a WIN is evaluated again. Decisions go to
+    out_ranks/out_codes (a rank may appear more than once); returns (their count,
+    positions evaluated).
+    Only positions with a changed child can change, so this decides exactly what a
+    full sweep of the round would.
+    """
+    n = 2 * pits
+    child = np.empty(n, np.int64)
+    after = np.empty(n, np.int64)
+    preds = np.empty((pits * (n + 1), n), np.int64)
+    found = 0
+    evaluated = 0
+    for s in range(sources.shape[0]):
+        unrank(sources[s], stones, binom, child)
+        count = unmoves(child, pits, preds)
+        for p in range(count):
+            board = preds[p]
+            x = rank(board, binom)
+            if get_code(own, x) != UNKNOWN:
+                continue
+            if source_codes[s] == LOSS:
+                code = WIN
+            else:
+                code = evaluate(board, after, pits, win_kazan, k1, other, deps, binom)
+                evaluated += 1
+            if code != UNKNOWN:
+                out_ranks[found] = x
+                out_codes[found] = code
+                found += 1
+    return found, evaluated
+
+
+@njit(cache=True, nogil=True)
+def set_codes(codes, ranks, values):
+    """Record sparse decisions (ranks may repeat with the same value)."""
+    for i in range(ranks.shape[0]):
+        set_code(codes, ranks[i], values[i])
+
+
+@njit(cache=True, nogil=True)
+def merge_codes_at(codes, lo, chunk, count):
+    """OR a chunk's codes (position lo + i at chunk index i, i < count) into codes.
+    lo need not be a multiple of 32, so chunk sizes are free."""
+    shift = lo & 31
+    if shift == 0:
+        first = lo >> 5
+        for w in range(code_words_nb(count)):
+            codes[first + w] |= chunk[w]
+        return
+    for i in range(count):
+        code = get_code(chunk, i)
+        if code != 0:
+            set_code(codes, lo + i, code)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def code_words_nb(npos):
+    return max(1, (npos + 31) // 32)
+
+
+@njit(cache=True, nogil=True)
+def decided_in(chunk, count, lo, ranks, values):
+    """List the decided positions of a chunk-local code array (ranks offset by lo);
+    ranks/values must have room for every decision. Returns how many."""
+    found = 0
+    for w in range(code_words_nb(count)):
+        x = chunk[w]
+        if x == 0:
+            continue
+        for j in range(32):
+            code = (x >> np.uint64(2 * j)) & np.uint64(3)
+            if code != 0:
+                i = w * 32 + j
+                if i < count:
+                    ranks[found] = lo + i
+                    values[found] = code
+                    found += 1
+    return found
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -208,3 +297,13 @@ def count_codes(codes, npos):
         wins += _popcount(x & mask)
         losses += _popcount((x >> np.uint64(1)) & mask)
     return wins, losses, npos - wins - losses
+
+
+@njit(cache=True, nogil=True)
+def count_codes_range(codes, lo, hi):
+    """Undecided positions with rank in [lo, hi)."""
+    undecided = 0
+    for x in range(lo, hi):
+        if get_code(codes, x) == UNKNOWN:
+            undecided += 1
+    return undecided

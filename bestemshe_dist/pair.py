@@ -1,24 +1,48 @@
-"""Solve one pair {(a, b), (b, a)} whole, in memory, given its dependency layers.
+"""One pair {(a, b), (b, a)}: its state, its rounds, and a whole solve in memory.
 
-Used by the Dask task of a small pair and by tests. The loop is the naive sweep of
-the original solver: re-evaluate every undecided position of both layers, in place,
-until a sweep decides nothing (least fixpoint; what is left is DRAW).
+A round evaluates positions against the values decided in earlier rounds only
+(its own decisions are kept aside in Deltas and applied after it), so a
+position decided in round d is exactly d + 1 plies from the next capture or the
+end of the game (SPEC.md; positions with no move, decided in round 0, are 0).
+Two ways to run a round decide exactly the same positions:
+
+- sweep: evaluate every undecided position (what the original solver does);
+- frontier: evaluate only the predecessors (by un-moves) of the positions
+  decided in the previous round: nothing else has a changed child.
+
+The same PairState and Delta serve a small pair solved whole inside one task and
+a large pair whose rounds run as chunk tasks across workers (run.py, tasks.py).
 """
 from __future__ import annotations
 
+import io
+import json
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import zstandard
 
 from . import kernels
+from .rules import max_unmoves
 from .variant import Variant
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
+SWEEP = "sweep"
+FRONTIER = "frontier"
+METHODS = (FRONTIER, SWEEP)
+# A frontier round costs roughly this many sweep evaluations per source position
+# (un-moves, ranks, re-evaluations); past that a sweep round is cheaper.
+FRONTIER_COST = 4
+_SOURCE_BATCH = 8192
 
 
 def pair_layers(a: int, b: int) -> list[tuple[int, int]]:
     return [(a, b)] if a == b else [(a, b), (b, a)]
+
+
+def partner(layer: tuple) -> tuple:
+    return (layer[1], layer[0])
 
 
 def capture_targets(variant: Variant, k1: int, k2: int) -> list[tuple[int, int]]:
@@ -35,39 +59,182 @@ def dep_tuple(variant: Variant, k1: int, k2: int, layer_codes: dict) -> tuple:
     return tuple(slots)
 
 
+def chunk_ranges(size: int, chunk_size: int) -> list[tuple[int, int]]:
+    return [(lo, min(lo + chunk_size, size)) for lo in range(0, size, chunk_size)] or [(0, 0)]
+
+
+@dataclass
+class Delta:
+    """Decisions of one round for one layer: dense codes over [lo, hi), or sparse
+    (sorted unique ranks with their codes)."""
+    layer: tuple
+    round: int
+    lo: int = 0
+    hi: int = 0
+    dense: np.ndarray | None = None
+    ranks: np.ndarray | None = None
+    values: np.ndarray | None = None
+    wins: int = 0
+    losses: int = 0
+    evaluations: int = 0
+
+    @property
+    def decided(self) -> int:
+        return self.wins + self.losses
+
+    def apply(self, codes: np.ndarray) -> None:
+        if self.dense is not None:
+            kernels.merge_codes_at(codes, self.lo, self.dense, self.hi - self.lo)
+        elif self.ranks is not None and len(self.ranks):
+            kernels.set_codes(codes, self.ranks, self.values)
+
+    def decisions(self):
+        """(ranks, codes) of every decision, sorted by rank."""
+        if self.dense is None:
+            if self.ranks is None:
+                return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+            return self.ranks, self.values
+        ranks = np.empty(self.decided, np.int64)
+        values = np.empty(self.decided, np.uint8)
+        found = kernels.decided_in(self.dense, self.hi - self.lo, self.lo, ranks, values)
+        return ranks[:found], values[:found]
+
+    def sparse(self) -> "Delta":
+        """The same decisions as rank lists (what a frontier round reads)."""
+        ranks, values = self.decisions()
+        return Delta(self.layer, self.round, self.lo, self.hi, None, ranks, values,
+                     self.wins, self.losses, self.evaluations)
+
+    # A checkpoint file: a JSON line, then the arrays, zstd-compressed (fast level).
+    def to_bytes(self) -> bytes:
+        meta = {"layer": list(self.layer), "round": self.round, "lo": self.lo, "hi": self.hi,
+                "wins": self.wins, "losses": self.losses, "evaluations": self.evaluations,
+                "kind": "dense" if self.dense is not None else "sparse"}
+        buf = io.BytesIO()
+        buf.write(json.dumps(meta).encode() + b"\n")
+        arrays = [self.dense] if self.dense is not None else [
+            self.ranks if self.ranks is not None else np.zeros(0, np.int64),
+            self.values if self.values is not None else np.zeros(0, np.uint8)]
+        for array in arrays:
+            np.save(buf, array, allow_pickle=False)
+        return zstandard.ZstdCompressor(level=3).compress(buf.getvalue())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Delta":
+        raw = io.BytesIO(zstandard.ZstdDecompressor().decompress(data))
+        meta = json.loads(raw.readline())
+        delta = cls(tuple(meta["layer"]), meta["round"], meta["lo"], meta["hi"],
+                    wins=meta["wins"], losses=meta["losses"], evaluations=meta["evaluations"])
+        if meta["kind"] == "dense":
+            delta.dense = np.load(raw, allow_pickle=False)
+        else:
+            delta.ranks = np.load(raw, allow_pickle=False)
+            delta.values = np.load(raw, allow_pickle=False)
+        return delta
+
+
+class PairState:
+    """The codes of a pair's layers plus its dependency layers, ready for kernels."""
+
+    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict):
+        self.variant = variant
+        self.layers = pair_layers(a, b)
+        self.size = variant.layer_size(a, b)
+        self.stones = variant.board_stones(a, b)
+        self.codes = {layer: kernels.new_codes(self.size) for layer in self.layers}
+        self.deps = {layer: dep_tuple(variant, *layer, dep_codes) for layer in self.layers}
+        self.round = -1  # the last round whose decisions are applied
+
+    def sweep(self, layer: tuple, lo: int, hi: int, round_: int) -> Delta:
+        """Evaluate every undecided position of layer in [lo, hi)."""
+        v = self.variant
+        out = kernels.new_codes(hi - lo)
+        own = self.codes[layer]
+        undecided = int(kernels.count_codes_range(own, lo, hi))
+        wins, losses = kernels.sweep_range(
+            v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
+            own, self.codes[partner(layer)], self.deps[layer], v.binom, out, lo)
+        return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
+                     evaluations=undecided)
+
+    def frontier(self, source_layer: tuple, ranks: np.ndarray, values: np.ndarray, round_: int) -> Delta:
+        """Re-evaluate the predecessors (in the partner layer) of these decisions."""
+        v = self.variant
+        layer = partner(source_layer)
+        found_ranks, found_values, evaluations = [], [], 0
+        batch = min(_SOURCE_BATCH, max(1, len(ranks)))
+        out_ranks = np.empty(batch * max_unmoves(v.pits), np.int64)
+        out_values = np.empty(batch * max_unmoves(v.pits), np.uint8)
+        for start in range(0, len(ranks), batch):
+            found, evaluated = kernels.frontier_range(
+                v.pits, v.win_kazan, layer[0], self.stones,
+                ranks[start:start + batch], values[start:start + batch],
+                self.codes[layer], self.codes[source_layer], self.deps[layer], v.binom,
+                out_ranks, out_values)
+            evaluations += int(evaluated)
+            found_ranks.append(out_ranks[:found].copy())
+            found_values.append(out_values[:found].copy())
+        all_ranks = np.concatenate(found_ranks) if found_ranks else np.zeros(0, np.int64)
+        all_values = np.concatenate(found_values) if found_values else np.zeros(0, np.uint8)
+        unique, first = np.unique(all_ranks, return_index=True)
+        chosen = all_values[first]
+        wins = int(np.count_nonzero(chosen == kernels.WIN))
+        return Delta(layer, round_, 0, self.size, ranks=unique, values=chosen,
+                     wins=wins, losses=len(unique) - wins, evaluations=evaluations)
+
+    def apply(self, deltas) -> None:
+        for delta in deltas:
+            delta.apply(self.codes[delta.layer])
+
+    def undecided(self) -> int:
+        return sum(int(kernels.count_codes(c, self.size)[2]) for c in self.codes.values())
+
+
+def choose_mode(method: str, round_: int, last_decided: int, undecided: int) -> str:
+    """Which kind of round comes next (both decide the same positions)."""
+    if method == SWEEP or round_ == 0:
+        return SWEEP
+    return FRONTIER if last_decided * FRONTIER_COST < undecided else SWEEP
+
+
 @dataclass
 class PairResult:
     codes: dict                      # layer -> code array (UNKNOWN now means DRAW)
-    sweeps: int = 0
-    evaluations: int = 0             # positions evaluated, over all sweeps
+    rounds: int = 0
+    evaluations: int = 0             # positions evaluated, over all rounds
     seconds: float = 0.0
-    decided_per_sweep: list = field(default_factory=list)
+    modes: list = field(default_factory=list)
+    decided_per_round: list = field(default_factory=list)
 
 
-def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict) -> PairResult:
-    """dep_codes maps every layer in capture_targets of the pair's layers to codes."""
+def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = FRONTIER,
+               on_round=None) -> PairResult:
+    """Solve a pair whole in memory. dep_codes maps every capture target of the
+    pair's layers to its codes. on_round(round, deltas) sees each round's decisions."""
     start = time.perf_counter()
-    layers = pair_layers(a, b)
-    size = variant.layer_size(a, b)
-    stones = variant.board_stones(a, b)
-    codes = {layer: kernels.new_codes(size) for layer in layers}
-    deps = {layer: dep_tuple(variant, *layer, dep_codes) for layer in layers}
-    result = PairResult(codes=codes)
-    undecided = {layer: size for layer in layers}
+    state = PairState(variant, a, b, dep_codes)
+    result = PairResult(codes=state.codes)
+    last: list = []
+    undecided = state.size * len(state.layers)
+    round_ = 0
     while True:
-        decided = 0
-        for k1, k2 in layers:
-            own = codes[(k1, k2)]
-            wins, losses = kernels.sweep_range(
-                variant.pits, variant.win_kazan, k1, stones, 0, size,
-                own, codes[(k2, k1)], deps[(k1, k2)], variant.binom, own, 0,
-            )
-            result.evaluations += undecided[(k1, k2)]
-            undecided[(k1, k2)] -= wins + losses
-            decided += wins + losses
-        result.sweeps += 1
-        result.decided_per_sweep.append(decided)
+        mode = choose_mode(method, round_, sum(d.decided for d in last), undecided)
+        if mode == SWEEP:
+            deltas = [state.sweep(layer, 0, state.size, round_) for layer in state.layers]
+        else:
+            deltas = [state.frontier(d.layer, *d.decisions(), round_) for d in last]
+        decided = sum(d.decided for d in deltas)
+        result.rounds += 1
+        result.evaluations += sum(d.evaluations for d in deltas)
+        result.modes.append(mode)
+        result.decided_per_round.append(decided)
         if decided == 0:
             break
+        state.apply(deltas)
+        if on_round is not None:
+            on_round(round_, deltas)
+        undecided -= decided
+        last = deltas
+        round_ += 1
     result.seconds = time.perf_counter() - start
     return result

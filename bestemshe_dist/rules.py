@@ -162,3 +162,70 @@ def play(variant, k1: int, k2: int, board, pit: int):
     child = np.empty_like(board)
     rotate(after, variant.pits, child)
     return ("child", (k2, k1 + int(captured), child), int(captured))
+
+
+@njit(cache=True, nogil=True)
+def unmoves(child, pits, preds):
+    """Boards from which one non-capturing move gives `child` (written from the side
+    to move in the child, i.e. the opponent of the predecessor's mover).
+
+    Fills rows of `preds` (shape (>= pits * (2 * pits + 1), n)) with predecessor boards
+    from their mover's view and returns how many. Inverts sow_and_capture: the board
+    after the move is the child rotated back; for own pit i the move was either a
+    single stone (pit i now empty, pit i + 1 got it) or s = 1 + laps * n + rest stones
+    with laps = after[i] - 1 (pit i keeps one stone plus one per lap). The move must not
+    capture (its last stone ends on the mover's side or leaves an odd count) and must
+    not end the game (the child's own row, the predecessor's opponent row, is not empty).
+    """
+    n = 2 * pits
+    count = 0
+    own_row = 0
+    for j in range(pits):
+        own_row += child[j]
+    if own_row == 0:
+        return 0
+    after = np.empty(n, np.int64)
+    rotate(child, pits, after)  # rotating by `pits` twice is the identity
+    for i in range(pits):
+        # A single stone moved from pit i to pit i + 1.
+        if after[i] == 0 and after[i + 1] >= 1:
+            last = i + 1
+            if last < pits or after[last] % 2 == 1:
+                row = preds[count]
+                for j in range(n):
+                    row[j] = after[j]
+                row[i] = 1
+                row[i + 1] -= 1
+                count += 1
+        # s >= 2 stones: one kept in pit i, the rest sown round the board.
+        laps = after[i] - 1
+        if laps < 0:
+            continue
+        for rest in range(n):
+            if laps == 0 and rest == 0:
+                continue  # that would be s == 1, handled above
+            ok = True
+            for j in range(n):
+                if j == i:
+                    continue
+                got = laps + (1 if 0 < (j - i) % n <= rest else 0)
+                if after[j] < got:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            last = (i + rest) % n
+            if last >= pits and after[last] % 2 == 0:
+                continue  # that move would have captured
+            row = preds[count]
+            for j in range(n):
+                if j == i:
+                    row[j] = 1 + laps * n + rest
+                else:
+                    row[j] = after[j] - laps - (1 if 0 < (j - i) % n <= rest else 0)
+            count += 1
+    return count
+
+
+def max_unmoves(pits: int) -> int:
+    return pits * (2 * pits + 1)

@@ -81,7 +81,7 @@ def solve(client: Client, job: Job, plan: Plan, log=lambda line: None) -> SolveS
             log(
                 f"layer {entry['k1']}_{entry['k2']} done ({count}/{total}): "
                 f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
-                f"loss {c['loss']:,}, {entry['sweeps']} sweeps, {entry['solve_seconds']:.2f}s"
+                f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s"
             )
     except BaseException:
         # Stop the rest of the graph; what was published stays valid for a rerun.

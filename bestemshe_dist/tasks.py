@@ -23,6 +23,7 @@ class Job:
     url: str
     variant: Variant
     storage_options: dict = field(default_factory=dict, repr=False, compare=False)
+    method: str = "frontier"
 
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
@@ -96,7 +97,7 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
         shas[(entry["k1"], entry["k2"])] = entry["sha256"]["win"]
     variant = job.variant
     deps = {layer: LAYERS.get(job, layer, shas.get(layer)) for layer in pair.deps}
-    result = solve_pair(variant, pair.a, pair.b, deps)
+    result = solve_pair(variant, pair.a, pair.b, deps, method=job.method)
     store = job.store()
     npos = pair.layer_size
     entries = {}
@@ -114,7 +115,8 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
             "counts": {"win": wins, "draw": draws, "loss": losses},
             "solve_seconds": round(result.seconds, 3),
             "compress_seconds": round(time.perf_counter() - start, 3),
-            "sweeps": result.sweeps,
+            "rounds": result.rounds,
+            "method": job.method,
             "evaluations": result.evaluations,
         }
     return entries

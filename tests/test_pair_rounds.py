@@ -1,0 +1,103 @@
+"""Rounds of a pair: frontier == sweep == brute force, un-moves invert moves."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bruteforce as bf
+from bestemshe_dist import kernels, rules
+from bestemshe_dist.pair import FRONTIER, SWEEP, Delta, solve_pair
+from bestemshe_dist.variant import Variant
+
+
+def solve_variant(variant, method):
+    """Every layer of a variant in DAG order, in memory; returns codes and rounds."""
+    codes, rounds = {}, {}
+    top = 2 * (variant.win_kazan - 2)
+    for m in range(top, -1, -2):
+        for a in variant.kazans:
+            b = m - a
+            if a <= b and b in variant.kazans:
+                seen = {}
+                result = solve_pair(variant, a, b, codes, method,
+                                    on_round=lambda r, ds: seen.update(
+                                        {(d.layer, int(x)): r for d in ds for x in d.decisions()[0]}))
+                codes.update(result.codes)
+                rounds.update(seen)
+    return codes, rounds
+
+
+@pytest.mark.parametrize("stones,pits", [(12, 2), (12, 3), (8, 4), (10, 5), (14, 1)])
+def test_frontier_equals_sweep_equals_bruteforce(stones, pits):
+    variant = Variant(stones, pits)
+    values, distance = bf.solve(stones, pits, with_distance=True)
+    by_method = {m: solve_variant(variant, m) for m in (FRONTIER, SWEEP)}
+    for layer, table in values.items():
+        for method, (codes, rounds) in by_method.items():
+            for board, value in table.items():
+                x = bf.rank(board)
+                code = int(kernels.get_code(codes[layer], x))
+                assert code == {"W": kernels.WIN, "L": kernels.LOSS, "D": kernels.UNKNOWN}[value]
+                # Rounds are one ply each: decided in round d means distance d + 1,
+                # except positions with no move (distance 0, decided in round 0).
+                if value != "D":
+                    d = rounds[(layer, x)]
+                    expected = distance[layer][board]
+                    assert (d + 1 if expected else 0) == expected, (method, layer, board)
+
+
+@pytest.mark.parametrize("stones,pits", [(12, 3), (10, 5), (8, 2), (6, 1), (10, 4)])
+def test_unmoves_are_exactly_the_inverse_of_quiet_moves(stones, pits):
+    variant = Variant(stones, pits)
+    n = variant.board
+    preds = np.zeros((rules.max_unmoves(pits), n), np.int64)
+    for k1, k2 in variant.layers:
+        expected = {}
+        for board in bf.positions(stones, pits, k2, k1):
+            for i in range(pits):
+                moved = bf.move(stones, pits, k2, k1, board, i)
+                if moved and moved[0] == "child" and moved[2] == 0:
+                    expected.setdefault(moved[1][2], set()).add(board)
+        for child in bf.positions(stones, pits, k1, k2):
+            count = rules.unmoves(np.array(child, np.int64), pits, preds)
+            got = [tuple(int(v) for v in row) for row in preds[:count]]
+            assert len(set(got)) == count
+            assert set(got) == expected.get(child, set()), (k1, k2, child)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_unmoves_round_trip_on_the_50_stone_game(data):
+    variant = Variant(50, 5)
+    k1, k2 = data.draw(st.sampled_from(variant.layers))
+    x = data.draw(st.integers(0, variant.layer_size(k1, k2) - 1))
+    child = np.zeros(10, np.int64)
+    rules.unrank(x, variant.board_stones(k1, k2), variant.binom, child)
+    preds = np.zeros((rules.max_unmoves(5), 10), np.int64)
+    count = rules.unmoves(child, 5, preds)
+    for row in preds[:count]:
+        # Every un-move's forward move gives the position back, without capture.
+        hits = [rules.play(variant, k2, k1, row, i) for i in range(5)]
+        assert any(h and h[0] == "child" and h[2] == 0 and tuple(h[1][2]) == tuple(child) for h in hits)
+    # And every quiet child of the position has it among its un-moves.
+    for i in range(5):
+        moved = rules.play(variant, k1, k2, child, i)
+        if moved and moved[0] == "child" and moved[2] == 0:
+            grand = np.asarray(moved[1][2], np.int64)
+            c = rules.unmoves(grand, 5, preds)
+            assert any((preds[j] == child).all() for j in range(c))
+
+
+def test_delta_round_trips_through_bytes():
+    dense = kernels.new_codes(100)
+    for i, code in ((0, 1), (37, 2), (99, 1)):
+        kernels.set_code(dense, i, code)
+    d = Delta((2, 4), 3, 1000, 1100, dense=dense, wins=2, losses=1, evaluations=7)
+    back = Delta.from_bytes(d.to_bytes())
+    assert (back.dense == dense).all() and back.layer == (2, 4) and back.round == 3
+    assert back.decisions()[0].tolist() == [1000, 1037, 1099]
+    sparse = d.sparse()
+    back = Delta.from_bytes(sparse.to_bytes())
+    assert back.ranks.tolist() == [1000, 1037, 1099] and back.values.tolist() == [1, 2, 1]
+    codes = kernels.new_codes(2000)
+    back.apply(codes)
+    assert [int(kernels.get_code(codes, i)) for i in (999, 1000, 1037, 1099)] == [0, 1, 2, 1]
