@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("frontier", "sweep"), default="frontier",
                    help="frontier: re-evaluate only predecessors of new decisions (default); "
                         "sweep: re-evaluate every undecided position each round, like the original solver")
+    p.add_argument("--chunk-size", type=int, default=None, metavar="POSITIONS",
+                   help="a pair whose layers are larger is solved as rounds of chunks of this many "
+                        "positions spread over all workers (default 67,108,864: two 4 MiB blocks)")
+    p.add_argument("--restart", action="store_true",
+                   help="discard the checkpoints of pairs in progress (published layers are kept)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
     p = sub.add_parser("plan", help="print the DAG of pairs and layers")
@@ -68,7 +73,7 @@ def _cmd_plan(args) -> int:
 def _cmd_solve(args) -> int:
     from .cluster import connect
     from .plan import make_plan
-    from .run import solve
+    from .run import DEFAULT_CHUNK_SIZE, solve
     from .store import redact
     from .tasks import Job
     from .variant import Variant
@@ -87,7 +92,8 @@ def _cmd_solve(args) -> int:
         f"{variant.describe()} game into {redact(args.out)}")
     in_process = args.out.startswith("memory://")
     with connect(args.scheduler, args.workers, args.threads_per_worker, in_process) as client:
-        summary = solve(client, job, plan, log)
+        summary = solve(client, job, plan, log, chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
+                        restart=args.restart)
     rate = summary.positions / summary.seconds if summary.seconds else 0.0
     log(f"done: {summary.layers_solved} layers solved, {summary.layers_skipped} skipped, "
         f"{summary.positions:,} positions in {summary.seconds:.1f}s ({rate:,.0f} positions/s)")

@@ -54,8 +54,14 @@ class Store:
             yield
         except StoreError:
             raise
-        except FileNotFoundError:
-            raise StoreError(f"cannot {what} {self.shown}/{name}: it does not exist.") from None
+        except FileNotFoundError as exc:
+            missing = "the bucket does not exist" if "bucket" in str(exc).lower() else "it does not exist"
+            raise StoreError(f"cannot {what} {self.shown}/{name}: {missing}.") from None
+        except PermissionError as exc:
+            raise StoreError(
+                f"cannot {what} {self.shown}/{name}: access denied ({_reason(exc)}); "
+                "check the credentials."
+            ) from None
         except Exception as exc:  # fsspec backends raise many kinds; one sentence each
             raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
 
@@ -151,3 +157,36 @@ def manifest_key(k1: int, k2: int) -> str:
 def _protocols(fs) -> tuple:
     proto = fs.protocol
     return proto if isinstance(proto, tuple) else (proto,)
+
+
+# -- checkpoints of chunked pairs -------------------------------------------------
+def pair_prefix(pair_key: str) -> str:
+    return f"{PRIVATE}/pairs/{pair_key}"
+
+
+def round_prefix(pair_key: str, round_: int) -> str:
+    return f"{pair_prefix(pair_key)}/round-{round_:05d}"
+
+
+def round_marker(pair_key: str, round_: int) -> str:
+    """Written by the driver once every chunk of the round has written its delta."""
+    return f"{round_prefix(pair_key, round_)}/complete.json"
+
+
+def read_json(store: Store, name: str):
+    try:
+        return json.loads(store.read_bytes(name))
+    except ValueError:
+        raise StoreError(f"{store.shown}/{name} is not valid JSON.") from None
+
+
+def write_json(store: Store, name: str, value) -> None:
+    store.write_bytes(name, json.dumps(value, sort_keys=True).encode())
+
+
+def completed_rounds(store: Store, pair_key: str) -> list:
+    """The markers of a pair's complete rounds, 0, 1, ... up to the first gap."""
+    markers = []
+    while store.exists(round_marker(pair_key, len(markers))):
+        markers.append(read_json(store, round_marker(pair_key, len(markers))))
+    return markers

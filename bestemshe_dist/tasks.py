@@ -1,6 +1,13 @@
-"""What Dask workers run: solve a pair, publish a layer. Called with small
-arguments (a Job, a PairPlan, manifest entries); layer data never leaves the
-worker except through the store.
+"""What Dask workers run. Tasks get small arguments (a Job, a PairPlan, round and
+chunk numbers, manifest entries); layer data moves only through the store and
+the per-worker caches below, never through the driver.
+
+- solve_pair_task / publish_layer_task: a small pair solved whole in one task.
+- round_chunk_task: one chunk of one round of a large pair; it brings the
+  worker's copy of the pair up to the previous round from the checkpoints in the
+  store, evaluates its chunk and writes its decisions (the next checkpoint).
+- publish_part_task / assemble_layer_task: a large pair's blocks compressed by
+  the workers, then each layer file assembled from the compressed frames.
 """
 from __future__ import annotations
 
@@ -10,11 +17,17 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .pair import pair_layers, solve_pair
+import numpy as np
+
+from . import format as fmt
+from . import kernels
+from .pair import FRONTIER, Delta, PairState, partner, solve_pair
 from .plan import PairPlan
-from .store import PRIVATE, Store, manifest_key
+from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
 from .tables import encode_layer, layer_file_name
 from .variant import Variant
+
+WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 
 
 @dataclass(frozen=True)
@@ -23,7 +36,7 @@ class Job:
     url: str
     variant: Variant
     storage_options: dict = field(default_factory=dict, repr=False, compare=False)
-    method: str = "frontier"
+    method: str = FRONTIER
 
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
@@ -33,9 +46,19 @@ def staged_name(k1: int, k2: int, kind: str) -> str:
     return f"{PRIVATE}/staging/{layer_file_name(k1, k2, kind)}"
 
 
+def _memory_limit() -> int | None:
+    try:
+        from distributed import get_worker
+        return get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
 class LayerCache:
     """Dependency layers decoded once per worker process (2 bits per position),
-    shared by every task on it, least recently used dropped past a byte budget."""
+    shared by every task on it; least recently used dropped past a byte budget
+    (40% of the worker's memory limit), and dropped when the driver says no pair
+    needs them any more."""
 
     def __init__(self, budget_bytes: int | None = None):
         self._lock = threading.Lock()
@@ -46,11 +69,7 @@ class LayerCache:
     def _budget(self) -> int:
         if self.budget_bytes is not None:
             return self.budget_bytes
-        try:
-            from distributed import get_worker
-            limit = get_worker().memory_manager.memory_limit
-        except (ImportError, ValueError, AttributeError):
-            limit = None
+        limit = _memory_limit()
         return int(limit * 0.4) if limit else 4 << 30
 
     def get(self, job: Job, layer: tuple, sha256: str | None):
@@ -78,48 +97,123 @@ class LayerCache:
             _, codes = self._items.popitem(last=False)
             total -= codes.nbytes
 
-    def clear(self) -> None:
+    def drop(self, url: str, layers) -> None:
+        layers = {tuple(layer) for layer in layers}
         with self._lock:
-            self._items.clear()
+            for key in [k for k in self._items if k[0] == url and k[1] in layers]:
+                del self._items[key]
+
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(c.nbytes for c in self._items.values())
 
 
 LAYERS = LayerCache()
 
 
+@dataclass
+class _PairCopy:
+    state: PairState
+    last: dict | None = None         # layer -> (ranks, codes) decided in state.round
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class PairCache:
+    """This worker's copy of the large pairs it works on, brought up to a round
+    by applying the checkpointed deltas it has not seen (from the store)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pairs: dict = {}
+
+    def synced(self, job: Job, pair: PairPlan, dep_shas: dict, series: str, upto: int,
+               keep_last: bool) -> _PairCopy:
+        key = (job.url, pair.key, series)  # series: this checkpoint series of the pair
+        with self._lock:
+            copy = self._pairs.get(key)
+            if copy is None or copy.state.round > upto:  # unknown, or a restarted pair
+                deps = {layer: LAYERS.get(job, layer, dep_shas.get(layer)) for layer in pair.deps}
+                copy = _PairCopy(PairState(job.variant, pair.a, pair.b, deps))
+                self._pairs[key] = copy
+        with copy.lock:  # the first task of a round syncs; the others wait, then read
+            store = job.store()
+            while copy.state.round < upto:
+                r = copy.state.round + 1
+                marker = read_json(store, round_marker(pair.key, r))
+                deltas = [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]]
+                copy.state.apply(deltas)
+                copy.state.round = r
+                copy.last = _last_decisions(deltas) if (keep_last and r == upto) else None
+            if keep_last and copy.last is None and upto >= 0:
+                marker = read_json(store, round_marker(pair.key, upto))
+                copy.last = _last_decisions(
+                    [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]])
+        return copy
+
+    def drop(self, url: str, pair_key: str) -> None:
+        with self._lock:
+            for key in [k for k in self._pairs if k[:2] == (url, pair_key)]:
+                del self._pairs[key]
+
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(c.nbytes for p in self._pairs.values() for c in p.state.codes.values())
+
+
+def _last_decisions(deltas) -> dict:
+    """Per layer, the sorted unique ranks decided in a round and their codes."""
+    by_layer: dict = {}
+    for delta in deltas:
+        by_layer.setdefault(delta.layer, []).append(delta.decisions())
+    last = {}
+    for layer, parts in by_layer.items():
+        ranks = np.concatenate([r for r, _ in parts])
+        values = np.concatenate([v for _, v in parts])
+        ranks, first = np.unique(ranks, return_index=True)
+        last[layer] = (ranks, values[first])
+    return last
+
+
+PAIRS = PairCache()
+
+
+# -- small pairs: one task solves, one task per layer publishes --------------------
 def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> dict:
     """Solve a pair whole, write its layer files to staging; return their entries.
 
     dep_entries are the results of the dependency layers' publish tasks (so the
-    graph shows the dependency); dep_shas covers layers published before this run.
+    graph shows the dependency); dep_shas covers layers published before.
     """
     shas = dict(dep_shas)
     for entry in dep_entries:
         shas[(entry["k1"], entry["k2"])] = entry["sha256"]["win"]
-    variant = job.variant
     deps = {layer: LAYERS.get(job, layer, shas.get(layer)) for layer in pair.deps}
-    result = solve_pair(variant, pair.a, pair.b, deps, method=job.method)
+    result = solve_pair(job.variant, pair.a, pair.b, deps, method=job.method)
     store = job.store()
-    npos = pair.layer_size
     entries = {}
-    for k1, k2 in pair_layers(pair.a, pair.b):
+    for k1, k2 in pair.layers:
         start = time.perf_counter()
-        win, draw, (wins, draws, losses) = encode_layer(result.codes[(k1, k2)], npos)
+        win, draw, counts = encode_layer(result.codes[(k1, k2)], pair.layer_size)
         files = {}
         for kind, data in (("win", win), ("draw", draw)):
             store.write_bytes(staged_name(k1, k2, kind), data)
             files[kind] = (len(data), hashlib.sha256(data).hexdigest())
-        entries[(k1, k2)] = {
-            "k1": k1, "k2": k2, "pair": pair.key, "positions": npos,
-            "bytes": {kind: size for kind, (size, _) in files.items()},
-            "sha256": {kind: digest for kind, (_, digest) in files.items()},
-            "counts": {"win": wins, "draw": draws, "loss": losses},
-            "solve_seconds": round(result.seconds, 3),
-            "compress_seconds": round(time.perf_counter() - start, 3),
-            "rounds": result.rounds,
-            "method": job.method,
-            "evaluations": result.evaluations,
-        }
+        entries[(k1, k2)] = layer_entry(
+            pair, (k1, k2), files, counts, result.rounds, result.evaluations, job.method,
+            result.seconds, time.perf_counter() - start)
     return entries
+
+
+def layer_entry(pair, layer, files, counts, rounds, evaluations, method, solve_s, publish_s) -> dict:
+    wins, draws, losses = counts
+    return {
+        "k1": layer[0], "k2": layer[1], "pair": pair.key, "positions": pair.layer_size,
+        "bytes": {kind: size for kind, (size, _) in files.items()},
+        "sha256": {kind: digest for kind, (_, digest) in files.items()},
+        "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
+        "rounds": rounds, "evaluations": int(evaluations), "method": method,
+        "solve_seconds": round(solve_s, 3), "publish_seconds": round(publish_s, 3),
+    }
 
 
 def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
@@ -127,28 +221,127 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     writes the manifest entry afterwards."""
     k1, k2 = layer
     store = job.store()
-    entry = pair_entries[layer]
     for kind in ("win", "draw"):
         store.move(staged_name(k1, k2, kind), layer_file_name(k1, k2, kind))
-    return entry
+    return pair_entries[layer]
+
+
+# -- large pairs: rounds of chunk tasks -----------------------------------------------
+def delta_name(pair_key: str, round_: int, layer: tuple, chunk: int) -> str:
+    return f"{round_prefix(pair_key, round_)}/{layer[0]}_{layer[1]}-{chunk:05d}.delta"
+
+
+def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int,
+                     mode: str, layer: tuple, chunk: int, lo: int, hi: int) -> dict:
+    """Round `round_` for ranks [lo, hi) of `layer`: a sweep evaluates them; a
+    frontier round takes the ones decided last round and re-evaluates their
+    predecessors in the partner layer. The decisions become a checkpoint file."""
+    start = time.perf_counter()
+    copy = PAIRS.synced(job, pair, dep_shas, series, round_ - 1, keep_last=(mode == FRONTIER))
+    if mode == FRONTIER:
+        ranks, values = copy.last.get(layer, (np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+        a, b = np.searchsorted(ranks, [lo, hi])
+        delta = copy.state.frontier(layer, ranks[a:b], values[a:b], round_)
+    else:
+        delta = copy.state.sweep(layer, lo, hi, round_)
+        if delta.decided * 16 < hi - lo:
+            delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
+    name = delta_name(pair.key, round_, layer, chunk)
+    job.store().write_bytes(name, delta.to_bytes())
+    return {"name": name, "wins": delta.wins, "losses": delta.losses,
+            "evaluations": delta.evaluations, "seconds": time.perf_counter() - start}
+
+
+def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str:
+    return f"{pair_prefix(pair_key)}/publish/{layer_file_name(*layer, kind)}.part-{group:05d}"
+
+
+def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
+                      layer: tuple, group: int, first_block: int, end_block: int) -> dict:
+    """Compress blocks [first_block, end_block) of a solved layer's two bitsets and
+    write the frames, concatenated, as one part file."""
+    copy = PAIRS.synced(job, pair, dep_shas, series, final_round, keep_last=False)
+    codes = copy.state.codes[layer]
+    npos = pair.layer_size
+    w0 = first_block * WORDS_PER_BLOCK
+    w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
+    nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
+    win = np.zeros(nbytes, np.uint8)
+    draw = np.zeros(nbytes, np.uint8)
+    counts = kernels.codes_to_bitsets(codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0],
+                                      draw.view(np.uint32)[: w1 - w0])
+    store = job.store()
+    sizes = {}
+    for kind, bits in (("win", win), ("draw", draw)):
+        frames = [fmt.compress_block(bits[i:i + fmt.BLOCK_BYTES]) for i in range(0, nbytes, fmt.BLOCK_BYTES)]
+        store.write_bytes(publish_part_name(pair.key, layer, kind, group), b"".join(frames))
+        sizes[kind] = [len(f) for f in frames]
+    return {"group": group, "sizes": sizes, "counts": [int(c) for c in counts]}
+
+
+def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int,
+                        evaluations: int, solve_seconds: float) -> dict:
+    """Build a layer's files from the compressed parts (no decompression) and put
+    each in place whole; returns the manifest entry."""
+    start = time.perf_counter()
+    store = job.store()
+    parts = sorted(parts, key=lambda p: p["group"])
+    files = {}
+    for kind in ("win", "draw"):
+        frames = []
+        for part in parts:
+            data = store.read_bytes(publish_part_name(pair.key, layer, kind, part["group"]))
+            offset = 0
+            for size in part["sizes"][kind]:
+                frames.append(data[offset:offset + size])
+                offset += size
+        data = fmt.build_file(frames)
+        store.write_bytes(layer_file_name(*layer, kind), data)
+        files[kind] = (len(data), hashlib.sha256(data).hexdigest())
+    counts = np.sum([p["counts"] for p in parts], axis=0)
+    return layer_entry(pair, layer, files, counts, rounds, evaluations, job.method,
+                       solve_seconds, time.perf_counter() - start)
+
+
+# -- upkeep ----------------------------------------------------------------------------
+def check_layer_task(job: Job, layer: tuple, entry: dict) -> bool:
+    """Is a published layer intact (files of the recorded sizes and sha256)?"""
+    store = job.store()
+    for kind in ("win", "draw"):
+        name = layer_file_name(*layer, kind)
+        if not store.exists(name) or store.size(name) != entry["bytes"][kind]:
+            return False
+        if hashlib.sha256(store.read_bytes(name)).hexdigest() != entry["sha256"][kind]:
+            return False
+    return True
+
+
+def drop_from_caches(url: str, pair_key: str | None = None, layers=()) -> int:
+    """Run on every worker when a pair is done: free its copy and unneeded layers."""
+    if pair_key:
+        PAIRS.drop(url, pair_key)
+    LAYERS.drop(url, layers)
+    return LAYERS.nbytes() + PAIRS.nbytes()
 
 
 def warm_up() -> float:
     """Compile (or load from numba's cache) every kernel before real work starts,
     so no task pays compile time in its hot path; returns the seconds it took."""
     start = time.perf_counter()
-    variant = Variant(stones=6, pits=1)
+    variant = Variant(stones=8, pits=1)
     solved: dict = {}
     for m in range(2 * (variant.win_kazan - 2), -1, -2):
         for a in variant.kazans:
             b = m - a
             if a <= b and b in variant.kazans:
-                result = solve_pair(variant, a, b, solved)
+                for method in ("sweep", "frontier"):
+                    result = solve_pair(variant, a, b, solved, method=method)
                 solved.update(result.codes)
     for layer, codes in solved.items():
         encode_layer(codes, variant.layer_size(*layer))
+    chunk = kernels.new_codes(37)
+    kernels.set_code(chunk, 5, kernels.WIN)
+    delta = Delta((0, 0), 0, 3, 40, dense=chunk, wins=1)
+    delta.apply(kernels.new_codes(64))
+    delta.sparse().apply(kernels.new_codes(64))
     return time.perf_counter() - start
-
-
-def layer_entry_key(entry: dict) -> str:
-    return manifest_key(entry["k1"], entry["k2"])

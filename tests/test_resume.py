@@ -1,0 +1,150 @@
+"""Crashes cost at most a round: SIGKILL the driver (mid-round, between rounds,
+during publication) or a worker (mid-round); running the same command again
+ends with the same files as an uninterrupted solve."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bestemshe_dist.plan import make_plan
+from bestemshe_dist.run import solve
+from bestemshe_dist.tasks import Job
+from bestemshe_dist.variant import Variant
+from conftest import ROOT, run_cli
+
+STONES, PITS, CHUNK = 12, 3, 150
+ARGS = ["solve", "--stones", STONES, "--pits", PITS, "--chunk-size", CHUNK, "--workers", 2]
+
+
+@pytest.fixture(scope="module")
+def reference(client, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    variant = Variant(STONES, PITS)
+    solve(client, Job(str(out), variant), make_plan(variant), chunk_size=CHUNK)
+    return out
+
+
+def start(out):
+    return subprocess.Popen(
+        [sys.executable, "-m", "bestemshe_dist", *map(str, ARGS), "--out", str(out)],
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        start_new_session=True,
+    )
+
+
+def kill_group(proc):
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def wait_for(predicate, proc, timeout=120):
+    deadline = time.time() + timeout
+    while not predicate():
+        assert proc.poll() is None, "the solve ended before the crash point"
+        assert time.time() < deadline, "crash point never reached"
+        time.sleep(0.001)
+
+
+def same_files(out, reference):
+    names = sorted(p.name for p in reference.glob("layer_*.bin"))
+    assert sorted(p.name for p in out.glob("layer_*.bin")) == names
+    for name in names:
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def rerun(out):
+    done = run_cli(*ARGS, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def round_dir(out, pair, r):
+    return out / ".bestemshe" / "pairs" / pair / f"round-{r:05d}"
+
+
+def test_driver_killed_mid_round(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    # Some chunk of round 4 has written its checkpoint, the round is not complete.
+    d = round_dir(out, "pair-0-2", 4)
+    wait_for(lambda: any(d.glob("*.delta")) and not (d / "complete.json").exists(), proc)
+    kill_group(proc)
+    log = rerun(out)
+    assert "pair-0-2: resuming after round 3" in log
+    same_files(out, reference)
+
+
+def test_driver_killed_between_rounds(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    for line in proc.stderr:
+        if re.search(r"pair-0-0 round 2 \(", line):
+            break
+    kill_group(proc)
+    log = rerun(out)
+    assert re.search(r"pair-0-0: resuming after round [2-9]", log)
+    same_files(out, reference)
+
+
+def test_driver_killed_during_publication(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    parts = out / ".bestemshe" / "pairs" / "pair-0-0" / "publish"
+    wait_for(lambda: parts.exists() and any(parts.glob("*.part-*")), proc)
+    kill_group(proc)
+    log = rerun(out)
+    assert "pair-0-0: publishing" in log
+    same_files(out, reference)
+
+
+def _workers_of(proc):
+    """PIDs of the worker processes of a local cluster started by proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == proc.pid:
+            continue
+        try:
+            if os.getsid(int(entry.name)) != proc.pid:
+                continue
+            cmd = (entry / "cmdline").read_bytes()
+        except (OSError, ProcessLookupError):
+            continue
+        if b"multiprocessing" in cmd or b"spawn_main" in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_worker_killed_mid_round(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    d = round_dir(out, "pair-0-2", 3)
+    wait_for(lambda: any(d.glob("*.delta")) and not (d / "complete.json").exists(), proc)
+    workers = _workers_of(proc)
+    assert workers, "no worker process found"
+    os.kill(max(workers), signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    same_files(out, reference)
+
+
+def test_two_runs_on_one_output_refuse(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    try:
+        wait_for(lambda: (out / ".bestemshe" / "lease.json").exists(), proc)
+        time.sleep(0.5)
+        second = run_cli(*ARGS, "--out", out)
+        assert second.returncode == 1
+        assert "another solve" in second.stderr and "is writing to" in second.stderr
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    same_files(out, reference)
+    assert not (out / ".bestemshe" / "lease.json").exists()

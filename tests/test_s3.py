@@ -1,0 +1,65 @@
+"""Straight to a real S3 server (SeaweedFS on loopback) through s3fs."""
+import json
+
+import s3fs
+
+from conftest import S3_BUCKET, S3_KEY, S3_SECRET, run_cli
+
+
+def _fs(endpoint, secret=S3_SECRET):
+    return s3fs.S3FileSystem(key=S3_KEY, secret=secret, skip_instance_cache=True,
+                             client_kwargs={"endpoint_url": endpoint})
+
+
+def test_solve_to_s3_equals_local_solve(seaweed, tmp_path):
+    endpoint, env = seaweed
+    local = tmp_path / "local"
+    args = ["solve", "--stones", 10, "--pits", 3, "--workers", 2, "--chunk-size", 500]
+    assert run_cli(*args, "--out", local).returncode == 0
+    done = run_cli(*args, "--out", f"s3://{S3_BUCKET}/runs/t1", env=env)
+    assert done.returncode == 0, done.stderr
+    assert S3_SECRET not in done.stderr and S3_SECRET not in done.stdout
+    fs = _fs(endpoint)
+    names = sorted(p.name for p in local.glob("layer_*.bin"))
+    assert sorted(p.rsplit("/", 1)[1] for p in fs.glob(f"{S3_BUCKET}/runs/t1/layer_*.bin")) == names
+    for name in names:
+        assert fs.cat_file(f"{S3_BUCKET}/runs/t1/{name}") == (local / name).read_bytes(), name
+    manifest = json.loads(fs.cat_file(f"{S3_BUCKET}/runs/t1/manifest.json"))
+    assert manifest == json.loads((local / "manifest.json").read_text()) | {"layers": manifest["layers"]}
+    assert S3_SECRET not in json.dumps(manifest)
+    # Run again: everything is published, so nothing is solved.
+    again = run_cli(*args, "--out", f"s3://{S3_BUCKET}/runs/t1", env=env)
+    assert again.returncode == 0 and "done: 0 layers solved, 9 skipped" in again.stderr
+
+
+def _one_line_failure(done):
+    assert done.returncode == 1, done.stderr
+    lines = [l for l in done.stderr.strip().splitlines() if not l.startswith("[")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert S3_SECRET not in done.stderr
+    return lines[0]
+
+
+def test_wrong_credentials_one_sentence(seaweed):
+    endpoint, env = seaweed
+    bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
+    line = _one_line_failure(run_cli("solve", "--stones", 6, "--pits", 1, "--workers", 1,
+                                     "--out", f"s3://{S3_BUCKET}/runs/bad-creds", env=bad))
+    assert "access denied" in line and "check the credentials" in line
+    assert not _fs(endpoint).exists(f"{S3_BUCKET}/runs/bad-creds/manifest.json")
+
+
+def test_missing_bucket_one_sentence(seaweed):
+    _, env = seaweed
+    line = _one_line_failure(run_cli("solve", "--stones", 6, "--pits", 1, "--workers", 1,
+                                     "--out", "s3://no-such-bucket/x", env=env))
+    assert "s3://no-such-bucket/x" in line and "bucket does not exist" in line
+
+
+def test_unreachable_endpoint_one_sentence(seaweed):
+    _, env = seaweed
+    line = _one_line_failure(run_cli(
+        "solve", "--stones", 6, "--pits", 1, "--workers", 1, "--out", f"s3://{S3_BUCKET}/x",
+        "--storage-options", json.dumps({"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}),
+        env=env))
+    assert "Could not connect to the endpoint URL" in line
