@@ -97,6 +97,9 @@ def _cmd_solve(args) -> int:
     rate = summary.positions / summary.seconds if summary.seconds else 0.0
     log(f"done: {summary.layers_solved} layers solved, {summary.layers_skipped} skipped, "
         f"{summary.positions:,} positions in {summary.seconds:.1f}s ({rate:,.0f} positions/s)")
+    if summary.worker_peak_rss:
+        peaks = ", ".join(f"{v / 2**20:,.0f}" for v in sorted(summary.worker_peak_rss.values()))
+        log(f"peak RSS per worker (MiB): {peaks}")
     return 0
 
 

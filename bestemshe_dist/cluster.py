@@ -24,6 +24,9 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         with client:
             yield client
         return
+    # The scheduler lives in this process: keep its warnings (e.g. a busy event
+    # loop while workers start) off the user's terminal; errors still show.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     workers = workers or os.cpu_count() or 1
     if workers < 1 or threads_per_worker < 1:
         raise UsageError("--workers and --threads-per-worker must be at least 1.")
@@ -31,7 +34,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         n_workers=workers,
         threads_per_worker=threads_per_worker,
         processes=not in_process,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # a free port: no clash with another cluster
         silence_logs=logging.ERROR,
     )
     with cluster, Client(cluster) as client:

@@ -15,7 +15,7 @@ Kernels take arrays and integers only; they never see a URL, a dict or a Dask ob
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 from .rules import MOVE_EMPTY, MOVE_WIN, rank, rotated_rank, sow_and_capture, successor, unmoves, unrank
 
@@ -29,6 +29,27 @@ MAX_DEPS = 16
 
 _EVEN = np.uint64(0x5555555555555555)
 _U32 = np.uint64(0xFFFFFFFF)
+
+
+_SPECIALIZED: dict = {}
+
+
+def call_specialized(kernel, args, pits_at: int = 0):
+    """Call a kernel compiled for a constant board size (args[pits_at] is `pits`).
+
+    The kernels call numba.literally(pits), so numba compiles (and caches) one
+    version per board size; calling the dispatcher from Python would redo the
+    literal dispatch on every call, so the compiled entry point is looked up once
+    per signature and called directly.
+    """
+    from numba import typeof, types
+
+    sig = tuple(types.literal(a) if i == pits_at else typeof(a) for i, a in enumerate(args))
+    entry = _SPECIALIZED.get((kernel, sig))
+    if entry is None:
+        kernel.compile(sig)
+        entry = _SPECIALIZED[(kernel, sig)] = kernel.overloads[sig].entry_point
+    return entry(*args)
 
 
 def code_words(npos: int) -> int:
@@ -88,6 +109,9 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, ou
            a separate array gives rounds that only use earlier rounds' values.
     Returns (new wins, new losses).
     """
+    # Compile one version per board size: with `pits` a constant, the short loops
+    # over pits unroll and `% n` stops being a division (about twice as fast).
+    literally(pits)
     n = 2 * pits
     board = np.empty(n, np.int64)
     after = np.empty(n, np.int64)
@@ -125,6 +149,7 @@ def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, othe
     Only positions with a changed child can change, so this decides exactly what a
     full sweep of the round would.
     """
+    literally(pits)  # one version per board size, as in sweep_range
     n = 2 * pits
     child = np.empty(n, np.int64)
     after = np.empty(n, np.int64)

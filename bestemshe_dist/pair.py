@@ -151,9 +151,9 @@ class PairState:
         out = kernels.new_codes(hi - lo)
         own = self.codes[layer]
         undecided = int(kernels.count_codes_range(own, lo, hi))
-        wins, losses = kernels.sweep_range(
+        wins, losses = kernels.call_specialized(kernels.sweep_range, (
             v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
-            own, self.codes[partner(layer)], self.deps[layer], v.binom, out, lo)
+            own, self.codes[partner(layer)], self.deps[layer], v.binom, out, lo))
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
                      evaluations=undecided)
 
@@ -166,11 +166,11 @@ class PairState:
         out_ranks = np.empty(batch * max_unmoves(v.pits), np.int64)
         out_values = np.empty(batch * max_unmoves(v.pits), np.uint8)
         for start in range(0, len(ranks), batch):
-            found, evaluated = kernels.frontier_range(
+            found, evaluated = kernels.call_specialized(kernels.frontier_range, (
                 v.pits, v.win_kazan, layer[0], self.stones,
                 ranks[start:start + batch], values[start:start + batch],
                 self.codes[layer], self.codes[source_layer], self.deps[layer], v.binom,
-                out_ranks, out_values)
+                out_ranks, out_values))
             evaluations += int(evaluated)
             found_ranks.append(out_ranks[:found].copy())
             found_values.append(out_values[:found].copy())

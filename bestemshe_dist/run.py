@@ -26,11 +26,11 @@ from distributed import Client
 from . import format as fmt
 from .errors import BestemsheError
 from .lease import Lease
-from .pair import choose_mode, chunk_ranges
+from .pair import SWEEP, choose_mode, chunk_ranges
 from .plan import PairPlan, Plan, layer_key
 from .store import PRIVATE, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, publish_layer_task,
-                    publish_part_task, round_chunk_task, solve_pair_task, warm_up)
+                    peak_rss_bytes, publish_part_task, round_chunk_task, solve_pair_task, warm_up)
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
 # compresses on its own; large enough that a round's fixed costs stay small.
@@ -44,6 +44,22 @@ class SolveSummary:
     positions: int
     seconds: float
     compile_seconds: float
+    worker_peak_rss: dict
+
+
+def undecided_after(positions: int, markers: list) -> int:
+    """Undecided positions of a pair after its checkpointed rounds. Frontier rounds
+    may count a position twice (two chunks decide it); each later round's marker
+    carries the exact figure for the round before, which corrects the drift."""
+    undecided, reported = positions, 0
+    for marker in markers:
+        if "undecided_before" in marker:
+            undecided = marker["undecided_before"]
+        elif "previous_exact" in marker:
+            undecided += reported - marker["previous_exact"]
+        reported = marker["decided"]
+        undecided -= reported
+    return max(undecided, 0)
 
 
 class _Stopped(Exception):
@@ -122,7 +138,7 @@ class Driver:
             write_json(store, series_name, {"series": series})
         chunks = [(layer, c, lo, hi) for layer in pair.layers
                   for c, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))]
-        undecided = pair.positions - sum(m["decided"] for m in markers)
+        undecided = undecided_after(pair.positions, markers)
         evaluations = sum(m["evaluations"] for m in markers)
         seconds = sum(m["seconds"] for m in markers)
         round_ = len(markers)
@@ -141,12 +157,17 @@ class Driver:
             marker = {"round": round_, "mode": mode, "parts": [r["name"] for r in results],
                       "decided": last_decided, "evaluations": sum(r["evaluations"] for r in results),
                       "seconds": time.perf_counter() - start}
+            if mode == SWEEP:
+                marker["undecided_before"] = sum(r["undecided_before"] for r in results)
+            else:
+                marker["previous_exact"] = max(r["previous_exact"] for r in results)
             write_json(store, round_marker(pair.key, round_), marker)  # the checkpoint is complete
-            undecided -= last_decided
+            markers.append(marker)
+            undecided = undecided_after(pair.positions, markers)
             evaluations += marker["evaluations"]
             seconds += marker["seconds"]
             self.log(f"{pair.key} round {round_} ({mode}, {len(chunks)} chunks): "
-                     f"{last_decided:,} decided, {undecided:,} left, {marker['seconds']:.2f}s")
+                     f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s")
             round_ += 1
         self.log(f"{pair.key}: publishing after {round_} rounds")
         final = round_ - 1
@@ -210,7 +231,9 @@ class Driver:
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        return SolveSummary(len(todo), skipped, positions, time.perf_counter() - start, compile_seconds)
+        peaks = self.client.run(peak_rss_bytes)
+        return SolveSummary(len(todo), skipped, positions, time.perf_counter() - start,
+                            compile_seconds, peaks)
 
     def record(self, entry: dict) -> int:
         layer = (entry["k1"], entry["k2"])

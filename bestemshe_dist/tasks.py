@@ -238,18 +238,23 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     predecessors in the partner layer. The decisions become a checkpoint file."""
     start = time.perf_counter()
     copy = PAIRS.synced(job, pair, dep_shas, series, round_ - 1, keep_last=(mode == FRONTIER))
+    counts = {}
     if mode == FRONTIER:
         ranks, values = copy.last.get(layer, (np.zeros(0, np.int64), np.zeros(0, np.uint8)))
         a, b = np.searchsorted(ranks, [lo, hi])
         delta = copy.state.frontier(layer, ranks[a:b], values[a:b], round_)
+        # Chunks may decide the same position twice in a frontier round; the union
+        # built while syncing gives the previous round's exact count.
+        counts["previous_exact"] = sum(len(r) for r, _ in copy.last.values())
     else:
         delta = copy.state.sweep(layer, lo, hi, round_)
+        counts["undecided_before"] = delta.evaluations  # exact: chunks are disjoint
         if delta.decided * 16 < hi - lo:
             delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
     name = delta_name(pair.key, round_, layer, chunk)
     job.store().write_bytes(name, delta.to_bytes())
     return {"name": name, "wins": delta.wins, "losses": delta.losses,
-            "evaluations": delta.evaluations, "seconds": time.perf_counter() - start}
+            "evaluations": delta.evaluations, "seconds": time.perf_counter() - start, **counts}
 
 
 def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str:
@@ -322,6 +327,13 @@ def drop_from_caches(url: str, pair_key: str | None = None, layers=()) -> int:
         PAIRS.drop(url, pair_key)
     LAYERS.drop(url, layers)
     return LAYERS.nbytes() + PAIRS.nbytes()
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory (run on each worker at the end)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def warm_up() -> float:

@@ -25,7 +25,7 @@ def client():
     import logging
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
         with Client(cluster) as c:
             yield c
 
