@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("frontier", "sweep"), default="frontier",
                    help="frontier: re-evaluate only predecessors of new decisions (default); "
                         "sweep: re-evaluate every undecided position each round, like the original solver")
+    p.add_argument("--dtz", action="store_true",
+                   help="also write layer_<k1>_<k2>_dtz.bin: plies to the next capture or the end "
+                        "under best play (1 byte a position, 2 if a layer needs it; draws store 0)")
     p.add_argument("--chunk-size", type=int, default=None, metavar="POSITIONS",
                    help="a pair whose layers are larger is solved as rounds of chunks of this many "
                         "positions spread over all workers (default 67,108,864: two 4 MiB blocks)")
@@ -81,7 +84,7 @@ def _cmd_solve(args) -> int:
     variant = Variant(args.stones, args.pits)
     plan = make_plan(variant, args.min_captured)
     job = Job(url=args.out, variant=variant, storage_options=_storage_options(args.storage_options),
-              method=args.method)
+              method=args.method, dtz=args.dtz)
     start = time.perf_counter()
 
     def log(line):

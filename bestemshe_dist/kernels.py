@@ -332,3 +332,23 @@ def count_codes_range(codes, lo, hi):
         if get_code(codes, x) == UNKNOWN:
             undecided += 1
     return undecided
+
+
+@njit(cache=True, nogil=True)
+def no_move_ranks(pits, stones, binom, out):
+    """Ranks of the positions whose mover has no stone (distance 0: SPEC.md).
+
+    They are the boards with the stones all on the opponent's side, so they are
+    enumerated directly (every composition of `stones` into `pits` pits) instead
+    of walking the layer. `out` needs C(stones + pits - 1, pits - 1) entries.
+    """
+    n = 2 * pits
+    side = np.empty(pits, np.int64)
+    board = np.zeros(n, np.int64)
+    count = binom[stones + pits - 1, pits - 1]
+    for i in range(count):
+        unrank(i, stones, binom, side)
+        for j in range(pits):
+            board[pits + j] = side[j]
+        out[i] = rank(board, binom)
+    return count

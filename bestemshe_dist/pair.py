@@ -134,15 +134,17 @@ class Delta:
 
 
 class PairState:
-    """The codes of a pair's layers plus its dependency layers, ready for kernels."""
+    """The codes of a pair's layers plus its dependency layers, ready for kernels;
+    with_dtz also keeps each decided position's distance (round + 1), 16 bits each."""
 
-    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict):
+    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict, with_dtz: bool = False):
         self.variant = variant
         self.layers = pair_layers(a, b)
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
         self.codes = {layer: kernels.new_codes(self.size) for layer in self.layers}
         self.deps = {layer: dep_tuple(variant, *layer, dep_codes) for layer in self.layers}
+        self.dtz = {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
         self.round = -1  # the last round whose decisions are applied
 
     def sweep(self, layer: tuple, lo: int, hi: int, round_: int) -> Delta:
@@ -185,6 +187,20 @@ class PairState:
     def apply(self, deltas) -> None:
         for delta in deltas:
             delta.apply(self.codes[delta.layer])
+            if self.dtz is not None:
+                if delta.round + 1 > np.iinfo(np.uint16).max:
+                    raise OverflowError("a distance does not fit in 16 bits")
+                self.dtz[delta.layer][delta.decisions()[0]] = delta.round + 1
+
+    def distances(self, layer: tuple) -> np.ndarray:
+        """The layer's distance table: round + 1 for decided positions, 0 for draws
+        and for positions with no move (they are decided in round 0 without a ply)."""
+        dtz = self.dtz[layer]
+        v = self.variant
+        out = np.empty(v.binom[self.stones + v.pits - 1, v.pits - 1], np.int64)
+        found = kernels.no_move_ranks(v.pits, self.stones, v.binom, out)
+        dtz[out[:found]] = 0
+        return dtz
 
     def undecided(self) -> int:
         return sum(int(kernels.count_codes(c, self.size)[2]) for c in self.codes.values())
@@ -200,6 +216,7 @@ def choose_mode(method: str, round_: int, last_decided: int, undecided: int) -> 
 @dataclass
 class PairResult:
     codes: dict                      # layer -> code array (UNKNOWN now means DRAW)
+    dtz: dict | None = None          # layer -> distances (with_dtz only)
     rounds: int = 0
     evaluations: int = 0             # positions evaluated, over all rounds
     seconds: float = 0.0
@@ -208,11 +225,11 @@ class PairResult:
 
 
 def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = FRONTIER,
-               on_round=None) -> PairResult:
+               on_round=None, with_dtz: bool = False) -> PairResult:
     """Solve a pair whole in memory. dep_codes maps every capture target of the
     pair's layers to its codes. on_round(round, deltas) sees each round's decisions."""
     start = time.perf_counter()
-    state = PairState(variant, a, b, dep_codes)
+    state = PairState(variant, a, b, dep_codes, with_dtz)
     result = PairResult(codes=state.codes)
     last: list = []
     undecided = state.size * len(state.layers)
@@ -236,5 +253,7 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = 
         undecided -= decided
         last = deltas
         round_ += 1
+    if with_dtz:
+        result.dtz = {layer: state.distances(layer) for layer in state.layers}
     result.seconds = time.perf_counter() - start
     return result

@@ -28,6 +28,7 @@ from .errors import BestemsheError
 from .lease import Lease
 from .pair import SWEEP, choose_mode, chunk_ranges
 from .plan import PairPlan, Plan, layer_key
+from .tables import distance_width
 from .store import PRIVATE, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, publish_layer_task,
                     peak_rss_bytes, publish_part_task, round_chunk_task, solve_pair_task, warm_up)
@@ -171,14 +172,18 @@ class Driver:
             round_ += 1
         self.log(f"{pair.key}: publishing after {round_} rounds")
         final = round_ - 1
-        blocks = fmt.blocks_for_bits(pair.layer_size)
         group = max(1, self.chunk_size // fmt.BLOCK_BITS)
+        tables = [("bits", fmt.blocks_for_bits(pair.layer_size), 1)]
+        if self.job.dtz:
+            width = distance_width(round_)  # no distance exceeds the number of rounds
+            tables.append(("dtz", fmt.blocks_for_bits(8 * width * pair.layer_size), width))
         layer_futures = {}
         for layer in pair.layers:
-            parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer, g,
-                                   b, min(b + group, blocks),
-                                   key=f"{pair.key}/publish-{layer[0]}-{layer[1]}/part-{g}",
+            parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
+                                   table, g, b, min(b + group, blocks), width,
+                                   key=f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}",
                                    pure=False, retries=3)
+                     for table, blocks, width in tables
                      for g, b in enumerate(range(0, blocks, group))]
             layer_futures[layer] = client.submit(assemble_layer_task, self.job, pair, layer, parts,
                                                  round_, evaluations, seconds,

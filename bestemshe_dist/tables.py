@@ -71,3 +71,24 @@ def _padded(bits: np.ndarray, nbytes: int) -> np.ndarray:
     out = np.zeros(nbytes, dtype=np.uint8)
     out[: bits.shape[0]] = bits
     return out
+
+
+def distance_width(max_distance: int) -> int:
+    """Bytes per position of a distance table: one if every distance fits."""
+    return 1 if max_distance <= 0xFF else 2
+
+
+def distance_bytes(dtz: np.ndarray, width: int) -> np.ndarray:
+    """Distances as little-endian unsigned bytes, `width` per position."""
+    return np.ascontiguousarray(dtz.astype("<u1" if width == 1 else "<u2")).view(np.uint8)
+
+
+def encode_distances(dtz: np.ndarray, width: int) -> bytes:
+    """The layer_<k1>_<k2>_dtz.bin file: the byte table in the same block format."""
+    raw = distance_bytes(dtz, width)
+    return fmt.encode_bitset(raw, 8 * raw.shape[0])
+
+
+def decode_distances(data: bytes, npos: int, width: int, k1: int, k2: int) -> np.ndarray:
+    raw = fmt.decode_file(data, layer_file_name(k1, k2, "dtz"), 8 * width * npos)
+    return raw.view("<u1" if width == 1 else "<u2").astype(np.int64)

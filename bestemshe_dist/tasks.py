@@ -24,7 +24,7 @@ from . import kernels
 from .pair import FRONTIER, Delta, PairState, partner, solve_pair
 from .plan import PairPlan
 from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
-from .tables import encode_layer, layer_file_name
+from .tables import distance_bytes, distance_width, encode_distances, encode_layer, layer_file_name
 from .variant import Variant
 
 WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
@@ -37,6 +37,7 @@ class Job:
     variant: Variant
     storage_options: dict = field(default_factory=dict, repr=False, compare=False)
     method: str = FRONTIER
+    dtz: bool = False               # also write distance tables (layer_*_dtz.bin)
 
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
@@ -133,7 +134,7 @@ class PairCache:
             copy = self._pairs.get(key)
             if copy is None or copy.state.round > upto:  # unknown, or a restarted pair
                 deps = {layer: LAYERS.get(job, layer, dep_shas.get(layer)) for layer in pair.deps}
-                copy = _PairCopy(PairState(job.variant, pair.a, pair.b, deps))
+                copy = _PairCopy(PairState(job.variant, pair.a, pair.b, deps, with_dtz=job.dtz))
                 self._pairs[key] = copy
         with copy.lock:  # the first task of a round syncs; the others wait, then read
             store = job.store()
@@ -188,25 +189,31 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
     for entry in dep_entries:
         shas[(entry["k1"], entry["k2"])] = entry["sha256"]["win"]
     deps = {layer: LAYERS.get(job, layer, shas.get(layer)) for layer in pair.deps}
-    result = solve_pair(job.variant, pair.a, pair.b, deps, method=job.method)
+    result = solve_pair(job.variant, pair.a, pair.b, deps, method=job.method, with_dtz=job.dtz)
     store = job.store()
     entries = {}
     for k1, k2 in pair.layers:
         start = time.perf_counter()
         win, draw, counts = encode_layer(result.codes[(k1, k2)], pair.layer_size)
+        outputs = [("win", win), ("draw", draw)]
+        max_dtz = None
+        if job.dtz:
+            max_dtz = int(result.dtz[(k1, k2)].max())
+            outputs.append(("dtz", encode_distances(result.dtz[(k1, k2)], distance_width(max_dtz))))
         files = {}
-        for kind, data in (("win", win), ("draw", draw)):
+        for kind, data in outputs:
             store.write_bytes(staged_name(k1, k2, kind), data)
             files[kind] = (len(data), hashlib.sha256(data).hexdigest())
         entries[(k1, k2)] = layer_entry(
             pair, (k1, k2), files, counts, result.rounds, result.evaluations, job.method,
-            result.seconds, time.perf_counter() - start)
+            result.seconds, time.perf_counter() - start, max_dtz)
     return entries
 
 
-def layer_entry(pair, layer, files, counts, rounds, evaluations, method, solve_s, publish_s) -> dict:
+def layer_entry(pair, layer, files, counts, rounds, evaluations, method, solve_s, publish_s,
+                max_dtz=None) -> dict:
     wins, draws, losses = counts
-    return {
+    entry = {
         "k1": layer[0], "k2": layer[1], "pair": pair.key, "positions": pair.layer_size,
         "bytes": {kind: size for kind, (size, _) in files.items()},
         "sha256": {kind: digest for kind, (_, digest) in files.items()},
@@ -214,6 +221,10 @@ def layer_entry(pair, layer, files, counts, rounds, evaluations, method, solve_s
         "rounds": rounds, "evaluations": int(evaluations), "method": method,
         "solve_seconds": round(solve_s, 3), "publish_seconds": round(publish_s, 3),
     }
+    if max_dtz is not None:
+        # DRAW positions store 0; the width says how to read the table.
+        entry["dtz"] = {"max": int(max_dtz), "bytes_per_position": distance_width(max_dtz)}
+    return entry
 
 
 def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
@@ -221,9 +232,10 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     writes the manifest entry afterwards."""
     k1, k2 = layer
     store = job.store()
-    for kind in ("win", "draw"):
+    entry = pair_entries[layer]
+    for kind in entry["bytes"]:
         store.move(staged_name(k1, k2, kind), layer_file_name(k1, k2, kind))
-    return pair_entries[layer]
+    return entry
 
 
 # -- large pairs: rounds of chunk tasks -----------------------------------------------
@@ -262,26 +274,39 @@ def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str
 
 
 def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
-                      layer: tuple, group: int, first_block: int, end_block: int) -> dict:
-    """Compress blocks [first_block, end_block) of a solved layer's two bitsets and
-    write the frames, concatenated, as one part file."""
+                      layer: tuple, table: str, group: int, first_block: int, end_block: int,
+                      width: int = 1) -> dict:
+    """Compress blocks [first_block, end_block) of one of a solved layer's files and
+    write the frames, concatenated, as part files: table "bits" gives the win and
+    draw files' blocks, table "dtz" the distance file's (`width` bytes a position)."""
     copy = PAIRS.synced(job, pair, dep_shas, series, final_round, keep_last=False)
-    codes = copy.state.codes[layer]
     npos = pair.layer_size
-    w0 = first_block * WORDS_PER_BLOCK
-    w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
-    win = np.zeros(nbytes, np.uint8)
-    draw = np.zeros(nbytes, np.uint8)
-    counts = kernels.codes_to_bitsets(codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0],
-                                      draw.view(np.uint32)[: w1 - w0])
+    result = {"table": table, "group": group, "sizes": {}}
+    if table == "bits":
+        codes = copy.state.codes[layer]
+        w0 = first_block * WORDS_PER_BLOCK
+        w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
+        win = np.zeros(nbytes, np.uint8)
+        draw = np.zeros(nbytes, np.uint8)
+        counts = kernels.codes_to_bitsets(codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0],
+                                          draw.view(np.uint32)[: w1 - w0])
+        result["counts"] = [int(c) for c in counts]
+        blocks = {"win": win, "draw": draw}
+    else:
+        first = first_block * fmt.BLOCK_BYTES // width
+        dtz = copy.state.distances(layer)[first:first + nbytes // width]
+        raw = np.zeros(nbytes, np.uint8)
+        data = distance_bytes(dtz, width)
+        raw[: data.shape[0]] = data
+        result["max"] = int(dtz.max()) if dtz.shape[0] else 0
+        blocks = {"dtz": raw}
     store = job.store()
-    sizes = {}
-    for kind, bits in (("win", win), ("draw", draw)):
-        frames = [fmt.compress_block(bits[i:i + fmt.BLOCK_BYTES]) for i in range(0, nbytes, fmt.BLOCK_BYTES)]
+    for kind, raw in blocks.items():
+        frames = [fmt.compress_block(raw[i:i + fmt.BLOCK_BYTES]) for i in range(0, nbytes, fmt.BLOCK_BYTES)]
         store.write_bytes(publish_part_name(pair.key, layer, kind, group), b"".join(frames))
-        sizes[kind] = [len(f) for f in frames]
-    return {"group": group, "sizes": sizes, "counts": [int(c) for c in counts]}
+        result["sizes"][kind] = [len(f) for f in frames]
+    return result
 
 
 def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int,
@@ -292,27 +317,35 @@ def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rou
     store = job.store()
     parts = sorted(parts, key=lambda p: p["group"])
     files = {}
-    for kind in ("win", "draw"):
+    for kind in ("win", "draw", "dtz"):
         frames = []
         for part in parts:
+            if kind not in part["sizes"]:
+                continue
             data = store.read_bytes(publish_part_name(pair.key, layer, kind, part["group"]))
             offset = 0
             for size in part["sizes"][kind]:
                 frames.append(data[offset:offset + size])
                 offset += size
+        if not frames:
+            continue
         data = fmt.build_file(frames)
         store.write_bytes(layer_file_name(*layer, kind), data)
         files[kind] = (len(data), hashlib.sha256(data).hexdigest())
-    counts = np.sum([p["counts"] for p in parts], axis=0)
+    counts = np.sum([p["counts"] for p in parts if p["table"] == "bits"], axis=0)
+    dtz_parts = [p["max"] for p in parts if p["table"] == "dtz"]
     return layer_entry(pair, layer, files, counts, rounds, evaluations, job.method,
-                       solve_seconds, time.perf_counter() - start)
+                       solve_seconds, time.perf_counter() - start,
+                       max(dtz_parts) if dtz_parts else None)
 
 
 # -- upkeep ----------------------------------------------------------------------------
 def check_layer_task(job: Job, layer: tuple, entry: dict) -> bool:
     """Is a published layer intact (files of the recorded sizes and sha256)?"""
     store = job.store()
-    for kind in ("win", "draw"):
+    if job.dtz and "dtz" not in entry["bytes"]:
+        return False  # published without the distance table this run asks for
+    for kind in entry["bytes"]:
         name = layer_file_name(*layer, kind)
         if not store.exists(name) or store.size(name) != entry["bytes"][kind]:
             return False

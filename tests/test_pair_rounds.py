@@ -101,3 +101,21 @@ def test_delta_round_trips_through_bytes():
     codes = kernels.new_codes(2000)
     back.apply(codes)
     assert [int(kernels.get_code(codes, i)) for i in (999, 1000, 1037, 1099)] == [0, 1, 2, 1]
+
+
+@pytest.mark.parametrize("stones,pits", [(12, 3), (10, 5), (14, 2)])
+def test_distance_tables_equal_bruteforce(stones, pits):
+    variant = Variant(stones, pits)
+    values, distance = bf.solve(stones, pits, with_distance=True)
+    codes = {}
+    top = 2 * (variant.win_kazan - 2)
+    for m in range(top, -1, -2):
+        for a in variant.kazans:
+            b = m - a
+            if a <= b and b in variant.kazans:
+                result = solve_pair(variant, a, b, codes, with_dtz=True)
+                codes.update(result.codes)
+                for layer, dtz in result.dtz.items():
+                    for board, value in values[layer].items():
+                        expected = distance[layer][board]
+                        assert int(dtz[bf.rank(board)]) == (0 if expected is None else expected)
