@@ -23,8 +23,9 @@ UNKNOWN = 0
 WIN = 1
 LOSS = 2
 
-# Dependency layers are passed as a fixed-length tuple (one compiled signature for
-# every layer): slot j holds the layer reached by capturing 2 * (j + 1) stones.
+# Capture targets are passed end to end in one array with a start per capture
+# size (slot j: 2 (j + 1) stones): one compiled signature for every layer, and
+# about a third faster than a tuple of arrays indexed at run time.
 MAX_DEPS = 16
 
 _EVEN = np.uint64(0x5555555555555555)
@@ -72,7 +73,7 @@ def set_code(codes, index, code):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def evaluate(board, after, pits, win_kazan, k1, other, deps, binom):
+def evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
     """The value of one position given its children's current codes (SPEC.md min-max).
 
     WIN if some move wins at once or reaches a LOSS; LOSS if every move reaches a WIN
@@ -89,7 +90,7 @@ def evaluate(board, after, pits, win_kazan, k1, other, deps, binom):
         if captured == 0:
             code = get_code(other, child)
         else:
-            code = get_code(deps[captured // 2 - 1], child)
+            code = get_code(deps, dep_start[captured // 2 - 1] + child)
         if code == LOSS:
             return WIN
         if code != WIN:
@@ -97,13 +98,35 @@ def evaluate(board, after, pits, win_kazan, k1, other, deps, binom):
     return LOSS if all_win else UNKNOWN
 
 
+@njit(cache=True, nogil=True, inline="always")
+def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
+    """True when every move leads to a WIN for the opponent (the position is a LOSS),
+    stopping at the first move that does not. A position that has no move also
+    qualifies, but frontier rounds never ask about one (it has no child)."""
+    for pit in range(pits):
+        outcome, captured = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        if outcome == MOVE_EMPTY:
+            continue
+        if outcome == MOVE_WIN:
+            return False
+        child = rotated_rank(after, pits, binom)
+        if captured == 0:
+            code = get_code(other, child)
+        else:
+            code = get_code(deps, dep_start[captured // 2 - 1] + child)
+        if code != WIN:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
-def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, out, out_lo):
+def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start, binom, out, out_lo):
     """Evaluate every undecided position of layer (k1, k2) with rank in [lo, hi).
 
     own:   codes of this layer (only read, to skip decided positions);
     other: codes of the paired layer (k2, k1), where non-capturing moves lead;
-    deps:  MAX_DEPS code arrays, slot j = layer (k2, k1 + 2 (j + 1));
+    deps:  the capture targets' codes end to end (PairState.bundle), where layer
+           (k2, k1 + 2 (j + 1)) starts at position dep_start[j];
     out:   where a new decision for rank x is OR-ed, at index x - out_lo. Passing
            `own` with out_lo = 0 decides in place (later positions see it at once);
            a separate array gives rounds that only use earlier rounds' values.
@@ -122,7 +145,7 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, ou
     unrank(lo, stones, binom, board)
     for x in range(lo, hi):
         if get_code(own, x) == UNKNOWN:
-            code = evaluate(board, after, pits, win_kazan, k1, other, deps, binom)
+            code = evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom)
             if code == WIN:
                 set_code(out, x - out_lo, WIN)
                 new_win += 1
@@ -135,7 +158,7 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, binom, ou
 
 
 @njit(cache=True, nogil=True)
-def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, other, deps, binom,
+def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, other, deps, dep_start, binom,
                    out_ranks, out_codes):
     """Re-evaluate the predecessors of positions decided in the previous round.
 
@@ -167,8 +190,14 @@ def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, othe
             if source_codes[s] == LOSS:
                 code = WIN
             else:
-                code = evaluate(board, after, pits, win_kazan, k1, other, deps, binom)
+                # Only a LOSS can be new here: a LOSS child would have been decided
+                # last round at the latest, and then it is a source of its own that
+                # makes this position a WIN.
                 evaluated += 1
+                if not every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start,
+                                              binom):
+                    continue
+                code = LOSS
             if code != UNKNOWN:
                 out_ranks[found] = x
                 out_codes[found] = code

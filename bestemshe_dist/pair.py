@@ -51,12 +51,19 @@ def capture_targets(variant: Variant, k1: int, k2: int) -> list[tuple[int, int]]
     return [(k2, k1 + c) for c in range(2, stones + 1, 2) if k1 + c <= variant.win_kazan - 2]
 
 
-def dep_tuple(variant: Variant, k1: int, k2: int, layer_codes: dict) -> tuple:
-    """The kernels' fixed-length tuple of dependency code arrays for layer (k1, k2)."""
-    slots = [_NO_LAYER] * kernels.MAX_DEPS
-    for k2_child, k1_child in capture_targets(variant, k1, k2):
-        slots[(k1_child - k1) // 2 - 1] = layer_codes[(k2_child, k1_child)]
-    return tuple(slots)
+def dep_bundle(variant: Variant, k1: int, k2: int, layer_codes: dict):
+    """The capture targets of layer (k1, k2) end to end, as the kernels read them:
+    (codes, start) where the layer reached by capturing 2 (j + 1) stones starts at
+    position start[j] (a multiple of 32, so each keeps its word layout)."""
+    targets = capture_targets(variant, k1, k2)
+    start = np.zeros(kernels.MAX_DEPS, np.int64)
+    words = 0
+    for k2_child, k1_child in targets:
+        start[(k1_child - k1) // 2 - 1] = 32 * words
+        words += layer_codes[(k2_child, k1_child)].shape[0]
+    if not targets:
+        return _NO_LAYER, start
+    return np.concatenate([layer_codes[t] for t in targets]), start
 
 
 def chunk_ranges(size: int, chunk_size: int) -> list[tuple[int, int]]:
@@ -133,6 +140,19 @@ class Delta:
         return delta
 
 
+def unique_decisions(rank_parts, value_parts):
+    """Sorted unique (rank, code) from parts that may repeat a rank (always with the
+    same code: a round's decisions do not depend on who makes them). Rank and code
+    share one int64 key, so a plain sort does it."""
+    if not rank_parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    keys = np.concatenate([(r << 2) | v for r, v in zip(rank_parts, value_parts)])
+    keys.sort()  # np.unique would hash first, which is several times slower here
+    if keys.shape[0] > 1:
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    return keys >> 2, (keys & 3).astype(np.uint8)
+
+
 class PairState:
     """The codes of a pair's layers plus its dependency layers, ready for kernels;
     with_dtz also keeps each decided position's distance (round + 1), 16 bits each."""
@@ -143,7 +163,7 @@ class PairState:
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
         self.codes = {layer: kernels.new_codes(self.size) for layer in self.layers}
-        self.deps = {layer: dep_tuple(variant, *layer, dep_codes) for layer in self.layers}
+        self.deps = {layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
         self.dtz = {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
         self.round = -1  # the last round whose decisions are applied
 
@@ -155,7 +175,7 @@ class PairState:
         undecided = int(kernels.count_codes_range(own, lo, hi))
         wins, losses = kernels.call_specialized(kernels.sweep_range, (
             v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
-            own, self.codes[partner(layer)], self.deps[layer], v.binom, out, lo))
+            own, self.codes[partner(layer)], *self.deps[layer], v.binom, out, lo))
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
                      evaluations=undecided)
 
@@ -171,18 +191,15 @@ class PairState:
             found, evaluated = kernels.call_specialized(kernels.frontier_range, (
                 v.pits, v.win_kazan, layer[0], self.stones,
                 ranks[start:start + batch], values[start:start + batch],
-                self.codes[layer], self.codes[source_layer], self.deps[layer], v.binom,
+                self.codes[layer], self.codes[source_layer], *self.deps[layer], v.binom,
                 out_ranks, out_values))
             evaluations += int(evaluated)
             found_ranks.append(out_ranks[:found].copy())
             found_values.append(out_values[:found].copy())
-        all_ranks = np.concatenate(found_ranks) if found_ranks else np.zeros(0, np.int64)
-        all_values = np.concatenate(found_values) if found_values else np.zeros(0, np.uint8)
-        unique, first = np.unique(all_ranks, return_index=True)
-        chosen = all_values[first]
-        wins = int(np.count_nonzero(chosen == kernels.WIN))
-        return Delta(layer, round_, 0, self.size, ranks=unique, values=chosen,
-                     wins=wins, losses=len(unique) - wins, evaluations=evaluations)
+        ranks, values = unique_decisions(found_ranks, found_values)
+        wins = int(np.count_nonzero(values == kernels.WIN))
+        return Delta(layer, round_, 0, self.size, ranks=ranks, values=values,
+                     wins=wins, losses=len(ranks) - wins, evaluations=evaluations)
 
     def apply(self, deltas) -> None:
         for delta in deltas:

@@ -197,32 +197,41 @@ def unmoves(child, pits, preds):
                 row[i] = 1
                 row[i + 1] -= 1
                 count += 1
-        # s >= 2 stones: one kept in pit i, the rest sown round the board.
+        # s >= 2 stones: one kept in pit i, the rest sown round the board. Every other
+        # pit got `laps` stones, and the `rest` pits after i one more: so `rest` runs
+        # from 0 up to just before the first pit after i holding no more than laps.
         laps = after[i] - 1
         if laps < 0:
             continue
-        for rest in range(n):
-            if laps == 0 and rest == 0:
-                continue  # that would be s == 1, handled above
-            ok = True
-            for j in range(n):
-                if j == i:
-                    continue
-                got = laps + (1 if 0 < (j - i) % n <= rest else 0)
-                if after[j] < got:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            last = (i + rest) % n
+        lowest = after[i + 1]
+        for j in range(n):
+            if j != i and after[j] < lowest:
+                lowest = after[j]
+        if lowest < laps:
+            continue
+        top = 0
+        while top < n - 1:
+            j = i + top + 1
+            if j >= n:
+                j -= n
+            if after[j] <= laps:
+                break
+            top += 1
+        for rest in range(0 if laps > 0 else 1, top + 1):
+            last = i + rest
+            if last >= n:
+                last -= n
             if last >= pits and after[last] % 2 == 0:
                 continue  # that move would have captured
             row = preds[count]
             for j in range(n):
-                if j == i:
-                    row[j] = 1 + laps * n + rest
-                else:
-                    row[j] = after[j] - laps - (1 if 0 < (j - i) % n <= rest else 0)
+                row[j] = after[j] - laps
+            for t in range(1, rest + 1):
+                j = i + t
+                if j >= n:
+                    j -= n
+                row[j] -= 1
+            row[i] = 1 + laps * n + rest
             count += 1
     return count
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import format as fmt
 from . import kernels
-from .pair import FRONTIER, Delta, PairState, partner, solve_pair
+from .pair import FRONTIER, Delta, PairState, solve_pair, unique_decisions
 from .plan import PairPlan
 from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
 from .tables import distance_bytes, distance_width, encode_distances, encode_layer, layer_file_name
@@ -166,13 +166,8 @@ def _last_decisions(deltas) -> dict:
     by_layer: dict = {}
     for delta in deltas:
         by_layer.setdefault(delta.layer, []).append(delta.decisions())
-    last = {}
-    for layer, parts in by_layer.items():
-        ranks = np.concatenate([r for r, _ in parts])
-        values = np.concatenate([v for _, v in parts])
-        ranks, first = np.unique(ranks, return_index=True)
-        last[layer] = (ranks, values[first])
-    return last
+    return {layer: unique_decisions([r for r, _ in parts], [v for _, v in parts])
+            for layer, parts in by_layer.items()}
 
 
 PAIRS = PairCache()

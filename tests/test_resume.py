@@ -148,3 +148,17 @@ def test_two_runs_on_one_output_refuse(tmp_path, reference):
             kill_group(proc)
     same_files(out, reference)
     assert not (out / ".bestemshe" / "lease.json").exists()
+
+
+def test_restart_discards_checkpoints(tmp_path, reference):
+    out = tmp_path / "tb"
+    proc = start(out)
+    d = round_dir(out, "pair-0-2", 3)
+    wait_for(lambda: (d / "complete.json").exists(), proc)
+    kill_group(proc)
+    done = run_cli(*ARGS, "--restart", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "checkpoints discarded (--restart)" in done.stderr
+    assert "resuming" not in done.stderr
+    assert "pair-0-2 round 0 (" in done.stderr
+    same_files(out, reference)
