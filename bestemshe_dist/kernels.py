@@ -102,7 +102,11 @@ def evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
 def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
     """True when every move leads to a WIN for the opponent (the position is a LOSS),
     stopping at the first move that does not. A position that has no move also
-    qualifies, but frontier rounds never ask about one (it has no child)."""
+    qualifies, but frontier rounds never ask about one (it has no child).
+
+    This repeats evaluate's loop on purpose: sharing a helper that returns the
+    child's code (or "no move" / "wins at once") made numba's code for the sweep
+    about 60% slower (measured on pair 16-16)."""
     for pit in range(pits):
         outcome, captured = sow_and_capture(board, pit, pits, k1, win_kazan, after)
         if outcome == MOVE_EMPTY:
