@@ -25,7 +25,7 @@ def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
     from bestemshe_dist.tasks import warm_up
     from bestemshe_dist.variant import Variant
 
-    warm_up()
+    warm_up(pits)
     variant = Variant(stones, pits)
     plan = make_plan(variant, min_captured)
     codes, pairs, digests = {}, [], {}

@@ -208,7 +208,7 @@ class Driver:
         start = time.perf_counter()
         self.manifest = self.store.open_manifest(self.job.variant)
         self.store.write_manifest(self.manifest)  # fail early, before solving, if unwritable
-        compile_times = self.client.run(warm_up)
+        compile_times = self.client.run(warm_up, self.job.variant.pits)
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
         self.log(f"kernels ready on {len(compile_times)} workers in {compile_seconds:.1f}s")
         self.finished = self.published()

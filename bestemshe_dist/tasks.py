@@ -364,11 +364,12 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def warm_up() -> float:
-    """Compile (or load from numba's cache) every kernel before real work starts,
-    so no task pays compile time in its hot path; returns the seconds it took."""
+def warm_up(pits: int = 5) -> float:
+    """Compile (or load from numba's cache) every kernel for this board size before
+    real work starts, so no task pays compile time in its hot path; returns the
+    seconds it took."""
     start = time.perf_counter()
-    variant = Variant(stones=8, pits=1)
+    variant = Variant(stones=8, pits=pits)
     solved: dict = {}
     for m in range(2 * (variant.win_kazan - 2), -1, -2):
         for a in variant.kazans:
@@ -379,6 +380,9 @@ def warm_up() -> float:
                 solved.update(result.codes)
     for layer, codes in solved.items():
         encode_layer(codes, variant.layer_size(*layer))
+    # Tiny games may never reach a frontier round: compile that kernel directly.
+    state = PairState(variant, 0, 0, solved)
+    state.frontier((0, 0), np.zeros(1, np.int64), np.full(1, kernels.WIN, np.uint8), 0)
     chunk = kernels.new_codes(37)
     kernels.set_code(chunk, 5, kernels.WIN)
     delta = Delta((0, 0), 0, 3, 40, dense=chunk, wins=1)
