@@ -8,7 +8,11 @@ Two ways to run a round decide exactly the same positions:
 
 - sweep: evaluate every undecided position (what the original solver does);
 - frontier: evaluate only the predecessors (by un-moves) of the positions
-  decided in the previous round: nothing else has a changed child.
+  decided in the previous round: nothing else has a changed child. A
+  predecessor of a new LOSS is a WIN at once; a predecessor of a new WIN is
+  re-checked by its forward moves. A child counter per position would save
+  those re-checks but cost 3 more bits per position, and values are meant to
+  stay at 2 bits per position (the largest pairs hold 1.7e10 positions).
 
 The same PairState and Delta serve a small pair solved whole inside one task and
 a large pair whose rounds run as chunk tasks across workers (run.py, tasks.py).
