@@ -53,7 +53,8 @@ def call_specialized(kernel, args, pits_at: int = 0):
     return entry(*args)
 
 
-def code_words(npos: int) -> int:
+@njit(cache=True, nogil=True)
+def code_words(npos):
     """uint64 words holding npos 2-bit codes (never 0, so every array has a word)."""
     return max(1, (npos + 31) // 32)
 
@@ -223,7 +224,7 @@ def merge_codes_at(codes, lo, chunk, count):
     shift = lo & 31
     if shift == 0:
         first = lo >> 5
-        for w in range(code_words_nb(count)):
+        for w in range(code_words(count)):
             codes[first + w] |= chunk[w]
         return
     for i in range(count):
@@ -232,17 +233,12 @@ def merge_codes_at(codes, lo, chunk, count):
             set_code(codes, lo + i, code)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def code_words_nb(npos):
-    return max(1, (npos + 31) // 32)
-
-
 @njit(cache=True, nogil=True)
 def decided_in(chunk, count, lo, ranks, values):
     """List the decided positions of a chunk-local code array (ranks offset by lo);
     ranks/values must have room for every decision. Returns how many."""
     found = 0
-    for w in range(code_words_nb(count)):
+    for w in range(code_words(count)):
         x = chunk[w]
         if x == 0:
             continue

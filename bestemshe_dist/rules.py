@@ -142,10 +142,6 @@ def rotate(after, pits, child):
         child[i] = after[j]
 
 
-def new_board(variant) -> np.ndarray:
-    return np.zeros(variant.board, dtype=np.int64)
-
-
 def play(variant, k1: int, k2: int, board, pit: int):
     """Python-level move for callers outside the hot loops (oracle, tests).
 

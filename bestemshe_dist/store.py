@@ -77,10 +77,6 @@ class Store:
         with self._io("read", name):
             return self.fs.cat_file(self.path(name))
 
-    def read_range(self, name: str, start: int, end: int) -> bytes:
-        with self._io("read", name):
-            return self.fs.cat_file(self.path(name), start=start, end=end)
-
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write `name` so that readers see the old object or the whole new one."""
         with self._io("write", name):

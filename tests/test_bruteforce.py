@@ -5,7 +5,6 @@ package `bestemshe_dist`.
 """
 
 import functools
-import math
 import os
 import struct
 
