@@ -227,11 +227,14 @@ class PairState:
         return sum(int(kernels.count_codes(c, self.size)[2]) for c in self.codes.values())
 
 
-def choose_mode(method: str, round_: int, last_decided: int, undecided: int) -> str:
-    """Which kind of round comes next (both decide the same positions)."""
+def choose_mode(method: str, round_: int, last_decided: int, undecided: int, positions: int) -> str:
+    """Which kind of round comes next (both decide the same positions). A sweep
+    costs an evaluation per undecided position plus a walk over all positions
+    (about a twentieth of an evaluation each: the odometer and a code read); a
+    frontier round costs about FRONTIER_COST evaluations per source."""
     if method == SWEEP or round_ == 0:
         return SWEEP
-    return FRONTIER if last_decided * FRONTIER_COST < undecided else SWEEP
+    return FRONTIER if last_decided * FRONTIER_COST < undecided + positions // 20 else SWEEP
 
 
 @dataclass
@@ -256,7 +259,8 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = 
     undecided = state.size * len(state.layers)
     round_ = 0
     while True:
-        mode = choose_mode(method, round_, sum(d.decided for d in last), undecided)
+        mode = choose_mode(method, round_, sum(d.decided for d in last), undecided,
+                           state.size * len(state.layers))
         if mode == SWEEP:
             deltas = [state.sweep(layer, 0, state.size, round_) for layer in state.layers]
         else:

@@ -147,7 +147,7 @@ class Driver:
         while last_decided != 0:
             if self.stop.is_set():
                 raise _Stopped()
-            mode = choose_mode(self.job.method, round_, last_decided or 0, undecided)
+            mode = choose_mode(self.job.method, round_, last_decided or 0, undecided, pair.positions)
             start = time.perf_counter()
             futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
                                      layer, c, lo, hi, key=f"{pair.key}/round-{round_}/chunk-{i}",
