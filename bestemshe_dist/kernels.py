@@ -135,7 +135,7 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
     out:   where a new decision for rank x is OR-ed, at index x - out_lo. Passing
            `own` with out_lo = 0 decides in place (later positions see it at once);
            a separate array gives rounds that only use earlier rounds' values.
-    Returns (new wins, new losses).
+    Returns (new wins, new losses, positions evaluated = undecided before).
     """
     # Compile one version per board size: with `pits` a constant, the short loops
     # over pits unroll and `% n` stops being a division (about twice as fast).
@@ -145,11 +145,13 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
     after = np.empty(n, np.int64)
     new_win = 0
     new_loss = 0
+    evaluated = 0
     if lo >= hi:
-        return new_win, new_loss
+        return new_win, new_loss, evaluated
     unrank(lo, stones, binom, board)
     for x in range(lo, hi):
         if get_code(own, x) == UNKNOWN:
+            evaluated += 1
             code = evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom)
             if code == WIN:
                 set_code(out, x - out_lo, WIN)
@@ -159,7 +161,7 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
                 new_loss += 1
         if x + 1 < hi:
             successor(board)
-    return new_win, new_loss
+    return new_win, new_loss, evaluated
 
 
 @njit(cache=True, nogil=True)
@@ -352,15 +354,6 @@ def count_codes(codes, npos):
         losses += _popcount((x >> np.uint64(1)) & mask)
     return wins, losses, npos - wins - losses
 
-
-@njit(cache=True, nogil=True)
-def count_codes_range(codes, lo, hi):
-    """Undecided positions with rank in [lo, hi)."""
-    undecided = 0
-    for x in range(lo, hi):
-        if get_code(codes, x) == UNKNOWN:
-            undecided += 1
-    return undecided
 
 
 @njit(cache=True, nogil=True)

@@ -176,12 +176,11 @@ class PairState:
         v = self.variant
         out = kernels.new_codes(hi - lo)
         own = self.codes[layer]
-        undecided = int(kernels.count_codes_range(own, lo, hi))
-        wins, losses = kernels.call_specialized(kernels.sweep_range, (
+        wins, losses, undecided = kernels.call_specialized(kernels.sweep_range, (
             v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
             own, self.codes[partner(layer)], *self.deps[layer], v.binom, out, lo))
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
-                     evaluations=undecided)
+                     evaluations=int(undecided))
 
     def frontier(self, source_layer: tuple, ranks: np.ndarray, values: np.ndarray, round_: int) -> Delta:
         """Re-evaluate the predecessors (in the partner layer) of these decisions."""
