@@ -17,11 +17,17 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from .rules import MOVE_EMPTY, MOVE_WIN, rank, rotated_rank, sow_and_capture, successor, unmoves, unrank
+from .rules import MOVE_EMPTY, MOVE_WIN, rank, rank_of, rotated_rank, sow_and_capture, successor, unmoves_into, unrank
 
 UNKNOWN = 0
 WIN = 1
 LOSS = 2
+# Only in a frontier round's scratch array: re-checked this round, still undecided
+# (so a position with several new WIN children is re-checked once).
+CHECKED = 3
+# A frontier round walks to its next source with the odometer when it is at most
+# this many ranks ahead (a step costs a few ns, an unrank about 50).
+WALK = 12
 
 # Capture targets are passed end to end in one array with a start per capture
 # size (slot j: 2 (j + 1) stones): one compiled signature for every layer, and
@@ -100,6 +106,59 @@ def evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def first_round_value(board, after, pits, win_kazan, k1, deps, dep_start, binom):
+    """evaluate() for round 0, when no position of the paired layer is decided yet.
+
+    A quiet move then leads to an UNKNOWN child, so only where the last stone lands
+    matters: it is found arithmetically (SPEC.md sowing: s - 1 stones go round from
+    the next pit, `laps` to every pit and one more to the `rest` pits after the
+    origin) and the board is built only for a capture, whose child is in a finished
+    layer. Most moves are quiet, so this is much cheaper than evaluate().
+    """
+    n = 2 * pits
+    opponent = 0
+    for j in range(pits, n):
+        opponent += board[j]
+    all_win = True
+    for pit in range(pits):
+        s = board[pit]
+        if s == 0:
+            continue
+        laps = (s - 1) // n
+        rest = (s - 1) - laps * n
+        if s == 1:
+            last = pit + 1
+            landed = board[last] + 1
+        else:
+            last = pit + rest
+            if last >= n:
+                last -= n
+            landed = board[last] + laps + (1 if rest > 0 else 0)
+        # Stones the move puts on the opponent's row: `laps` in each pit, plus the
+        # part of pits pit+1 .. pit+rest (before wrapping) that lies in [pits, n).
+        sown = laps * pits
+        first = pit + 1 if pit + 1 > pits else pits
+        top = pit + rest if s > 1 else pit + 1
+        if top > n - 1:
+            top = n - 1
+        if top >= first:
+            sown += top - first + 1
+        captured = landed if (last >= pits and landed % 2 == 0) else 0
+        if k1 + captured >= win_kazan or opponent + sown - captured == 0:
+            return WIN
+        if captured == 0:
+            all_win = False
+            continue
+        sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        code = get_code(deps, dep_start[captured // 2 - 1] + rotated_rank(after, pits, binom))
+        if code == LOSS:
+            return WIN
+        if code != WIN:
+            all_win = False
+    return LOSS if all_win else UNKNOWN
+
+
+@njit(cache=True, nogil=True, inline="always")
 def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
     """True when every move leads to a WIN for the opponent (the position is a LOSS),
     stopping at the first move that does not. A position that has no move also
@@ -125,7 +184,8 @@ def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_s
 
 
 @njit(cache=True, nogil=True)
-def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start, binom, out, out_lo):
+def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start, binom, out, out_lo,
+                other_empty):
     """Evaluate every undecided position of layer (k1, k2) with rank in [lo, hi).
 
     own:   codes of this layer (only read, to skip decided positions);
@@ -134,7 +194,8 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
            (k2, k1 + 2 (j + 1)) starts at position dep_start[j];
     out:   where a new decision for rank x is OR-ed, at index x - out_lo. Passing
            `own` with out_lo = 0 decides in place (later positions see it at once);
-           a separate array gives rounds that only use earlier rounds' values.
+           a separate array gives rounds that only use earlier rounds' values;
+    other_empty: no position of the paired layer is decided yet (round 0).
     Returns (new wins, new losses, positions evaluated = undecided before).
     """
     # Compile one version per board size: with `pits` a constant, the short loops
@@ -152,7 +213,10 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
     for x in range(lo, hi):
         if get_code(own, x) == UNKNOWN:
             evaluated += 1
-            code = evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom)
+            if other_empty:
+                code = first_round_value(board, after, pits, win_kazan, k1, deps, dep_start, binom)
+            else:
+                code = evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom)
             if code == WIN:
                 set_code(out, x - out_lo, WIN)
                 new_win += 1
@@ -165,17 +229,19 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
 
 
 @njit(cache=True, nogil=True)
-def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, other, deps, dep_start, binom,
-                   out_ranks, out_codes):
+def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, scratch, other, deps, dep_start,
+                   binom):
     """Re-evaluate the predecessors of positions decided in the previous round.
 
-    sources are ranks in the paired layer (k2, k1) whose codes are source_codes;
-    their predecessors (by un-moves) lie in this layer (k1, k2), whose codes are
-    `own`; `other` holds the paired layer's codes (where this layer's quiet moves
-    lead) and deps its capture targets, as in sweep_range. A predecessor of a LOSS
-    is a WIN; a predecessor of a WIN is evaluated again. Decisions go to
-    out_ranks/out_codes (a rank may appear more than once); returns (their count,
-    positions evaluated).
+    sources are sorted ranks in the paired layer (k2, k1) whose codes are
+    source_codes; their predecessors (by un-moves) lie in this layer (k1, k2);
+    `other` holds the paired layer's codes (where this layer's quiet
+    moves lead) and deps its capture targets, as in sweep_range. A predecessor of a
+    LOSS is a WIN; a predecessor of a WIN is evaluated again, once however many new
+    WIN children it has. `scratch` holds a copy of this layer's codes on entry (one
+    random read per predecessor tells both "decided before" and "seen this round");
+    decisions are OR-ed into it, and re-checked positions still undecided get
+    CHECKED. Returns (new wins, new losses, positions evaluated).
     Only positions with a changed child can change, so this decides exactly what a
     full sweep of the round would.
     """
@@ -184,32 +250,44 @@ def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, own, othe
     child = np.empty(n, np.int64)
     after = np.empty(n, np.int64)
     preds = np.empty((pits * (n + 1), n), np.int64)
-    found = 0
+    wins = 0
+    losses = 0
     evaluated = 0
+    at = -1 - WALK  # the rank `child` holds
     for s in range(sources.shape[0]):
-        unrank(sources[s], stones, binom, child)
-        count = unmoves(child, pits, preds)
+        target = sources[s]
+        if target - at <= WALK and target >= at:
+            # Sources are sorted: the odometer reaches a close one faster than unrank.
+            while at < target:
+                successor(child)
+                at += 1
+        else:
+            unrank(target, stones, binom, child)
+            at = target
+        count = unmoves_into(child, pits, preds, after)
+        loss_source = source_codes[s] == LOSS
         for p in range(count):
             board = preds[p]
-            x = rank(board, binom)
-            if get_code(own, x) != UNKNOWN:
+            x = rank_of(board, n, binom)
+            seen = get_code(scratch, x)
+            if seen == WIN or seen == LOSS:
                 continue
-            if source_codes[s] == LOSS:
-                code = WIN
-            else:
+            if loss_source:
+                # A CHECKED mark (re-checked for another child) gives way to the WIN.
+                scratch[x >> 5] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
+                set_code(scratch, x, WIN)
+                wins += 1
+            elif seen == UNKNOWN:
                 # Only a LOSS can be new here: a LOSS child would have been decided
                 # last round at the latest, and then it is a source of its own that
                 # makes this position a WIN.
                 evaluated += 1
-                if not every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start,
-                                              binom):
-                    continue
-                code = LOSS
-            if code != UNKNOWN:
-                out_ranks[found] = x
-                out_codes[found] = code
-                found += 1
-    return found, evaluated
+                if every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
+                    set_code(scratch, x, LOSS)
+                    losses += 1
+                else:
+                    set_code(scratch, x, CHECKED)
+    return wins, losses, evaluated
 
 
 @njit(cache=True, nogil=True)
@@ -237,8 +315,9 @@ def merge_codes_at(codes, lo, chunk, count):
 
 @njit(cache=True, nogil=True)
 def decided_in(chunk, count, lo, ranks, values):
-    """List the decided positions of a chunk-local code array (ranks offset by lo);
-    ranks/values must have room for every decision. Returns how many."""
+    """List the decided positions (WIN or LOSS; not CHECKED) of a chunk-local code
+    array, ranks offset by lo, in rank order; ranks/values must have room for every
+    decision. Returns how many."""
     found = 0
     for w in range(code_words(count)):
         x = chunk[w]
@@ -246,7 +325,7 @@ def decided_in(chunk, count, lo, ranks, values):
             continue
         for j in range(32):
             code = (x >> np.uint64(2 * j)) & np.uint64(3)
-            if code != 0:
+            if code == WIN or code == LOSS:
                 i = w * 32 + j
                 if i < count:
                     ranks[found] = lo + i

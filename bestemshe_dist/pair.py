@@ -28,7 +28,6 @@ import numpy as np
 import zstandard
 
 from . import kernels
-from .rules import max_unmoves
 from .variant import Variant
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
@@ -37,8 +36,7 @@ FRONTIER = "frontier"
 METHODS = (FRONTIER, SWEEP)
 # A frontier round costs roughly this many sweep evaluations per source position
 # (un-moves, ranks, re-evaluations); past that a sweep round is cheaper.
-FRONTIER_COST = 4
-_SOURCE_BATCH = 8192
+FRONTIER_COST = 2
 
 
 def pair_layers(a: int, b: int) -> list[tuple[int, int]]:
@@ -178,31 +176,26 @@ class PairState:
         own = self.codes[layer]
         wins, losses, undecided = kernels.call_specialized(kernels.sweep_range, (
             v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
-            own, self.codes[partner(layer)], *self.deps[layer], v.binom, out, lo))
+            own, self.codes[partner(layer)], *self.deps[layer], v.binom, out, lo, round_ == 0))
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
                      evaluations=int(undecided))
 
     def frontier(self, source_layer: tuple, ranks: np.ndarray, values: np.ndarray, round_: int) -> Delta:
-        """Re-evaluate the predecessors (in the partner layer) of these decisions."""
+        """Re-evaluate the predecessors (in the partner layer) of these decisions
+        (sorted unique ranks of source_layer)."""
         v = self.variant
         layer = partner(source_layer)
-        found_ranks, found_values, evaluations = [], [], 0
-        batch = min(_SOURCE_BATCH, max(1, len(ranks)))
-        out_ranks = np.empty(batch * max_unmoves(v.pits), np.int64)
-        out_values = np.empty(batch * max_unmoves(v.pits), np.uint8)
-        for start in range(0, len(ranks), batch):
-            found, evaluated = kernels.call_specialized(kernels.frontier_range, (
-                v.pits, v.win_kazan, layer[0], self.stones,
-                ranks[start:start + batch], values[start:start + batch],
-                self.codes[layer], self.codes[source_layer], *self.deps[layer], v.binom,
-                out_ranks, out_values))
-            evaluations += int(evaluated)
-            found_ranks.append(out_ranks[:found].copy())
-            found_values.append(out_values[:found].copy())
-        ranks, values = unique_decisions(found_ranks, found_values)
-        wins = int(np.count_nonzero(values == kernels.WIN))
-        return Delta(layer, round_, 0, self.size, ranks=ranks, values=values,
-                     wins=wins, losses=len(ranks) - wins, evaluations=evaluations)
+        own = self.codes[layer]
+        scratch = own.copy()
+        wins, losses, evaluated = kernels.call_specialized(kernels.frontier_range, (
+            v.pits, v.win_kazan, layer[0], self.stones, ranks, values,
+            scratch, self.codes[source_layer], *self.deps[layer], v.binom))
+        np.bitwise_xor(scratch, own, out=scratch)  # what this round added
+        found_ranks = np.empty(wins + losses, np.int64)
+        found_values = np.empty(wins + losses, np.uint8)
+        kernels.decided_in(scratch, self.size, 0, found_ranks, found_values)
+        return Delta(layer, round_, 0, self.size, ranks=found_ranks, values=found_values,
+                     wins=int(wins), losses=int(losses), evaluations=int(evaluated))
 
     def apply(self, deltas) -> None:
         for delta in deltas:

@@ -23,9 +23,16 @@ MOVE_ON = 0         # the game goes on: the opponent is to move in the child
 
 @njit(cache=True, nogil=True)
 def rank(board, binom):
+    return rank_of(board, board.shape[0], binom)
+
+
+@njit(cache=True, nogil=True)
+def rank_of(board, n, binom):
+    """rank() of board[:n]: kernels compiled for a constant board size pass n = 2 pits
+    and get a fully unrolled loop."""
     prefix = 0
     value = 0
-    for i in range(board.shape[0] - 1):
+    for i in range(n - 1):
         prefix += board[i]
         value += binom[i + prefix, i + 1]
     return value
@@ -162,26 +169,48 @@ def play(variant, k1: int, k2: int, board, pit: int):
 
 @njit(cache=True, nogil=True)
 def unmoves(child, pits, preds):
+    """Boards from which one non-capturing move gives `child` (see unmoves_into)."""
+    return unmoves_into(child, pits, preds, np.empty(2 * pits, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def unmoves_into(child, pits, preds, after):
     """Boards from which one non-capturing move gives `child` (written from the side
     to move in the child, i.e. the opponent of the predecessor's mover).
 
     Fills rows of `preds` (shape (>= pits * (2 * pits + 1), n)) with predecessor boards
-    from their mover's view and returns how many. Inverts sow_and_capture: the board
-    after the move is the child rotated back; for own pit i the move was either a
-    single stone (pit i now empty, pit i + 1 got it) or s = 1 + laps * n + rest stones
-    with laps = after[i] - 1 (pit i keeps one stone plus one per lap). The move must not
-    capture (its last stone ends on the mover's side or leaves an odd count) and must
-    not end the game (the child's own row, the predecessor's opponent row, is not empty).
+    from their mover's view and returns how many; `after` (n entries) is scratch.
+    Inverts sow_and_capture: the board after the move is the child rotated back; for
+    own pit i the move was either a single stone (pit i now empty, pit i + 1 got it)
+    or s = 1 + laps * n + rest stones with laps = after[i] - 1 (pit i keeps one stone
+    plus one per lap). The move must not capture (its last stone ends on the mover's
+    side or leaves an odd count) and must not end the game (the child's own row, the
+    predecessor's opponent row, is not empty).
     """
     n = 2 * pits
-    count = 0
     own_row = 0
     for j in range(pits):
         own_row += child[j]
     if own_row == 0:
         return 0
-    after = np.empty(n, np.int64)
     rotate(child, pits, after)  # rotating by `pits` twice is the identity
+    # Every pit but the origin got at least `laps` stones: the smallest and the
+    # second smallest count give min over j != i for every i in one pass.
+    low1 = after[0]
+    low2 = after[1]
+    where = 0
+    if low2 < low1:
+        low1, low2 = low2, low1
+        where = 1
+    for j in range(2, n):
+        v = after[j]
+        if v < low1:
+            low2 = low1
+            low1 = v
+            where = j
+        elif v < low2:
+            low2 = v
+    count = 0
     for i in range(pits):
         # A single stone moved from pit i to pit i + 1.
         if after[i] == 0 and after[i + 1] >= 1:
@@ -199,20 +228,18 @@ def unmoves(child, pits, preds):
         laps = after[i] - 1
         if laps < 0:
             continue
-        lowest = after[i + 1]
-        for j in range(n):
-            if j != i and after[j] < lowest:
-                lowest = after[j]
+        lowest = low2 if where == i else low1
         if lowest < laps:
             continue
         top = 0
+        j = i + 1
         while top < n - 1:
-            j = i + top + 1
             if j >= n:
                 j -= n
             if after[j] <= laps:
                 break
             top += 1
+            j += 1
         for rest in range(0 if laps > 0 else 1, top + 1):
             last = i + rest
             if last >= n:
