@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from .rules import MOVE_EMPTY, MOVE_WIN, rank, rank_of, rotated_rank, sow_and_capture, successor, unmoves_into, unrank
+from .rules import MOVE_EMPTY, MOVE_ON, MOVE_WIN, child_rank, landing, rank, rank_of, successor, unmoves_into, unrank
 
 UNKNOWN = 0
 WIN = 1
@@ -80,20 +80,29 @@ def set_code(codes, index, code):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
+def opponent_stones(board, pits):
+    total = 0
+    for j in range(pits, 2 * pits):
+        total += board[j]
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom):
     """The value of one position given its children's current codes (SPEC.md min-max).
 
     WIN if some move wins at once or reaches a LOSS; LOSS if every move reaches a WIN
     (so also when there is no move); UNKNOWN otherwise.
     """
+    opponent = opponent_stones(board, pits)
     all_win = True
     for pit in range(pits):
-        outcome, captured = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
         if outcome == MOVE_EMPTY:
             continue
         if outcome == MOVE_WIN:
             return WIN
-        child = rotated_rank(after, pits, binom)
+        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
         if captured == 0:
             code = get_code(other, child)
         else:
@@ -106,51 +115,23 @@ def evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def first_round_value(board, after, pits, win_kazan, k1, deps, dep_start, binom):
-    """evaluate() for round 0, when no position of the paired layer is decided yet.
-
-    A quiet move then leads to an UNKNOWN child, so only where the last stone lands
-    matters: it is found arithmetically (SPEC.md sowing: s - 1 stones go round from
-    the next pit, `laps` to every pit and one more to the `rest` pits after the
-    origin) and the board is built only for a capture, whose child is in a finished
-    layer. Most moves are quiet, so this is much cheaper than evaluate().
-    """
-    n = 2 * pits
-    opponent = 0
-    for j in range(pits, n):
-        opponent += board[j]
+def first_round_value(board, pits, win_kazan, k1, deps, dep_start, binom):
+    """evaluate() for round 0, when no position of the paired layer is decided yet:
+    a quiet move then leads to an UNKNOWN child, so only captures need a child rank
+    (in a finished layer). Most moves are quiet, so this is much cheaper."""
+    opponent = opponent_stones(board, pits)
     all_win = True
     for pit in range(pits):
-        s = board[pit]
-        if s == 0:
+        outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
+        if outcome == MOVE_EMPTY:
             continue
-        laps = (s - 1) // n
-        rest = (s - 1) - laps * n
-        if s == 1:
-            last = pit + 1
-            landed = board[last] + 1
-        else:
-            last = pit + rest
-            if last >= n:
-                last -= n
-            landed = board[last] + laps + (1 if rest > 0 else 0)
-        # Stones the move puts on the opponent's row: `laps` in each pit, plus the
-        # part of pits pit+1 .. pit+rest (before wrapping) that lies in [pits, n).
-        sown = laps * pits
-        first = pit + 1 if pit + 1 > pits else pits
-        top = pit + rest if s > 1 else pit + 1
-        if top > n - 1:
-            top = n - 1
-        if top >= first:
-            sown += top - first + 1
-        captured = landed if (last >= pits and landed % 2 == 0) else 0
-        if k1 + captured >= win_kazan or opponent + sown - captured == 0:
+        if outcome == MOVE_WIN:
             return WIN
         if captured == 0:
             all_win = False
             continue
-        sow_and_capture(board, pit, pits, k1, win_kazan, after)
-        code = get_code(deps, dep_start[captured // 2 - 1] + rotated_rank(after, pits, binom))
+        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
+        code = get_code(deps, dep_start[captured // 2 - 1] + child)
         if code == LOSS:
             return WIN
         if code != WIN:
@@ -159,7 +140,7 @@ def first_round_value(board, after, pits, win_kazan, k1, deps, dep_start, binom)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
+def every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
     """True when every move leads to a WIN for the opponent (the position is a LOSS),
     stopping at the first move that does not. A position that has no move also
     qualifies, but frontier rounds never ask about one (it has no child).
@@ -167,13 +148,14 @@ def every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_s
     This repeats evaluate's loop on purpose: sharing a helper that returns the
     child's code (or "no move" / "wins at once") made numba's code for the sweep
     about 60% slower (measured on pair 16-16)."""
+    opponent = opponent_stones(board, pits)
     for pit in range(pits):
-        outcome, captured = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
         if outcome == MOVE_EMPTY:
             continue
         if outcome == MOVE_WIN:
             return False
-        child = rotated_rank(after, pits, binom)
+        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
         if captured == 0:
             code = get_code(other, child)
         else:
@@ -203,7 +185,6 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
     literally(pits)
     n = 2 * pits
     board = np.empty(n, np.int64)
-    after = np.empty(n, np.int64)
     new_win = 0
     new_loss = 0
     evaluated = 0
@@ -214,9 +195,9 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
         if get_code(own, x) == UNKNOWN:
             evaluated += 1
             if other_empty:
-                code = first_round_value(board, after, pits, win_kazan, k1, deps, dep_start, binom)
+                code = first_round_value(board, pits, win_kazan, k1, deps, dep_start, binom)
             else:
-                code = evaluate(board, after, pits, win_kazan, k1, other, deps, dep_start, binom)
+                code = evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom)
             if code == WIN:
                 set_code(out, x - out_lo, WIN)
                 new_win += 1
@@ -282,7 +263,7 @@ def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, scratch, 
                 # last round at the latest, and then it is a source of its own that
                 # makes this position a WIN.
                 evaluated += 1
-                if every_move_reaches_win(board, after, pits, win_kazan, k1, other, deps, dep_start, binom):
+                if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
                     set_code(scratch, x, LOSS)
                     losses += 1
                 else:

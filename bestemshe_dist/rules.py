@@ -124,6 +124,83 @@ def sow_and_capture(board, pit, pits, k1, win_kazan, after):
     return MOVE_WIN, captured
 
 
+@njit(cache=True, nogil=True, inline="always")
+def landing(board, opponent, pit, pits, k1, win_kazan):
+    """Where own `pit`'s last stone lands, without building the board after the move:
+    (outcome, captured, laps, rest, keep, last). `opponent` is the stone count of
+    board[pits:]; the other values feed child_rank.
+
+    The kernels look at every move of millions of positions, so sowing (SPEC.md) is
+    done arithmetically: s - 1 stones go round from the next pit, `laps` to every
+    pit and one more to the `rest` pits after the origin, which keeps `keep` = 1
+    stone plus its laps; a single stone just moves on (keep 0, rest 1).
+    """
+    n = 2 * pits
+    s = board[pit]
+    if s == 0:
+        return MOVE_EMPTY, 0, 0, 0, 0, 0
+    if s == 1:
+        laps = 0
+        rest = 1
+        keep = 0
+    else:
+        laps = (s - 1) // n
+        rest = s - 1 - laps * n
+        keep = 1
+    last = pit + rest
+    if last >= n:
+        last -= n
+    captured = 0
+    if last >= pits:  # then rest >= 1, so the last pit got laps + 1
+        landed = board[last] + laps + 1
+        if landed % 2 == 0:
+            captured = landed
+    # The opponent's row gets `laps` a pit plus the extra stones of pits
+    # pit+1 .. pit+rest (before wrapping) that lie in [pits, n).
+    top = pit + rest
+    if top > n - 1:
+        top = n - 1
+    sown = laps * pits + (top - pits + 1 if top >= pits else 0)
+    if k1 + captured >= win_kazan or opponent + sown - captured == 0:
+        return MOVE_WIN, captured, laps, rest, keep, last
+    return MOVE_ON, captured, laps, rest, keep, last
+
+
+@njit(cache=True, nogil=True, inline="always")
+def child_rank(board, pit, pits, binom, captured, laps, rest, keep, last):
+    """rotated_rank of the board after a MOVE_ON found by landing(), each child pit's
+    count formed inside the rank's prefix sum."""
+    n = 2 * pits
+    value = 0
+    prefix = 0
+    for c in range(n - 1):
+        j = c + pits if c < pits else c - pits  # the board pit seen as child pit c
+        if j == pit:
+            x = keep + laps
+        elif j == last and captured > 0:
+            x = 0
+        else:
+            x = board[j] + laps
+            d = j - pit - 1
+            if d < 0:
+                d += n
+            if d < rest:
+                x += 1
+        prefix += x
+        value += binom[c + prefix, c + 1]
+    return value
+
+
+@njit(cache=True, nogil=True)
+def move_rank(board, opponent, pit, pits, k1, win_kazan, binom):
+    """(outcome, captured, child rank) of own `pit` (rank 0 unless MOVE_ON): what
+    sow_and_capture and rotated_rank give, by landing() and child_rank()."""
+    outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
+    if outcome != MOVE_ON:
+        return outcome, captured, 0
+    return outcome, captured, child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
+
+
 @njit(cache=True, nogil=True)
 def rotated_rank(after, pits, binom):
     """Rank of the child board: `after` seen from the opponent (rotated by `pits`)."""

@@ -284,6 +284,13 @@ def _check_moves(v, k1, k2, board):
         after = np.full(n, -9, dtype=np.int64)
         outcome, captured = rules.sow_and_capture(board, i, pits, k1, v.win_kazan, after)
         assert (board == before).all(), "sow_and_capture changed its input"
+        # The kernels' arithmetic move gives the same outcome, capture and child rank.
+        fast = rules.move_rank(board, int(board[pits:].sum()), i, pits, k1, v.win_kazan, v.binom)
+        assert fast[0] == outcome, (t, k1, i, fast, outcome)
+        if outcome != rules.MOVE_EMPTY:
+            assert fast[1] == captured, (t, k1, i, fast, captured)
+        if outcome == rules.MOVE_ON:
+            assert fast[2] == rules.rotated_rank(after, pits, v.binom), (t, k1, i, fast)
 
         if want is None:
             assert t[i] == 0
@@ -320,6 +327,15 @@ def _check_moves(v, k1, k2, board):
         # A move without capture stays in the paired layer.
         if captured == 0:
             assert (gk1, gk2) == (k2, k1)
+
+
+@pytest.mark.parametrize("stones,pits", [(2, 1), (8, 1), (6, 2), (10, 2), (8, 3), (6, 4), (6, 5)])
+def test_moves_match_reference_whole_layers(stones, pits):
+    """Every position of every layer of small variants (all pit counts, laps included)."""
+    v = _variant(stones, pits)
+    for k1, k2 in v.layers:
+        for x in range(v.layer_size(k1, k2)):
+            _check_moves(v, k1, k2, _board(v, k1, k2, x))
 
 
 @settings(max_examples=2000, **PROPS)
