@@ -210,19 +210,19 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
 
 
 @njit(cache=True, nogil=True)
-def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, scratch, other, deps, dep_start,
-                   binom):
+def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, deps, dep_start, binom):
     """Re-evaluate the predecessors of positions decided in the previous round.
 
-    sources are sorted ranks in the paired layer (k2, k1) whose codes are
-    source_codes; their predecessors (by un-moves) lie in this layer (k1, k2);
-    `other` holds the paired layer's codes (where this layer's quiet
-    moves lead) and deps its capture targets, as in sweep_range. A predecessor of a
-    LOSS is a WIN; a predecessor of a WIN is evaluated again, once however many new
-    WIN children it has. `scratch` holds a copy of this layer's codes on entry (one
-    random read per predecessor tells both "decided before" and "seen this round");
-    decisions are OR-ed into it, and re-checked positions still undecided get
-    CHECKED. Returns (new wins, new losses, positions evaluated).
+    fresh: codes over the paired layer (k2, k1) holding only its positions decided in
+    the previous round; those with rank in [lo, hi) are this call's sources. Their
+    predecessors (by un-moves) lie in this layer (k1, k2); `other` holds the paired
+    layer's codes (where this layer's quiet moves lead) and deps its capture
+    targets, as in sweep_range. A predecessor of a LOSS is a WIN; a predecessor of a
+    WIN is evaluated again, once however many new WIN children it has. `scratch`
+    holds a copy of this layer's codes on entry (one random read per predecessor
+    tells both "decided before" and "seen this round"); decisions are OR-ed into
+    it, and re-checked positions still undecided get CHECKED (fresh_codes() turns
+    it into this round's decisions). Returns (new wins, new losses, evaluated).
     Only positions with a changed child can change, so this decides exactly what a
     full sweep of the round would.
     """
@@ -235,40 +235,58 @@ def frontier_range(pits, win_kazan, k1, stones, sources, source_codes, scratch, 
     losses = 0
     evaluated = 0
     at = -1 - WALK  # the rank `child` holds
-    for s in range(sources.shape[0]):
-        target = sources[s]
-        if target - at <= WALK and target >= at:
-            # Sources are sorted: the odometer reaches a close one faster than unrank.
-            while at < target:
-                successor(child)
-                at += 1
-        else:
-            unrank(target, stones, binom, child)
-            at = target
-        count = unmoves_into(child, pits, preds, after)
-        loss_source = source_codes[s] == LOSS
-        for p in range(count):
-            board = preds[p]
-            x = rank_of(board, n, binom)
-            seen = get_code(scratch, x)
-            if seen == WIN or seen == LOSS:
+    for w in range(lo >> 5, (hi + 31) >> 5):
+        word = fresh[w]
+        if word == 0:
+            continue
+        for j in range(32):
+            source_code = (word >> np.uint64(2 * j)) & np.uint64(3)
+            if source_code == UNKNOWN:
                 continue
-            if loss_source:
-                # A CHECKED mark (re-checked for another child) gives way to the WIN.
-                scratch[x >> 5] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
-                set_code(scratch, x, WIN)
-                wins += 1
-            elif seen == UNKNOWN:
-                # Only a LOSS can be new here: a LOSS child would have been decided
-                # last round at the latest, and then it is a source of its own that
-                # makes this position a WIN.
-                evaluated += 1
-                if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
-                    set_code(scratch, x, LOSS)
-                    losses += 1
-                else:
-                    set_code(scratch, x, CHECKED)
+            target = w * 32 + j
+            if target < lo or target >= hi:
+                continue
+            if target - at <= WALK:
+                # Sources come in rank order: the odometer reaches a close one faster.
+                while at < target:
+                    successor(child)
+                    at += 1
+            else:
+                unrank(target, stones, binom, child)
+                at = target
+            count = unmoves_into(child, pits, preds, after)
+            for p in range(count):
+                board = preds[p]
+                x = rank_of(board, n, binom)
+                seen = get_code(scratch, x)
+                if seen == WIN or seen == LOSS:
+                    continue
+                if source_code == LOSS:
+                    # A CHECKED mark (re-checked for another child) gives way to the WIN.
+                    scratch[x >> 5] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
+                    set_code(scratch, x, WIN)
+                    wins += 1
+                elif seen == UNKNOWN:
+                    # Only a LOSS can be new here: a LOSS child would have been decided
+                    # last round at the latest, and then it is a source of its own that
+                    # makes this position a WIN.
+                    evaluated += 1
+                    if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
+                        set_code(scratch, x, LOSS)
+                        losses += 1
+                    else:
+                        set_code(scratch, x, CHECKED)
     return wins, losses, evaluated
+
+
+@njit(cache=True, nogil=True)
+def fresh_codes(scratch, own):
+    """Turn a frontier round's scratch into its decisions, in place: what it added
+    to `own`, CHECKED marks dropped."""
+    for w in range(scratch.shape[0]):
+        x = scratch[w] ^ own[w]
+        both = x & (x >> np.uint64(1)) & _EVEN
+        scratch[w] = x & ~(both | (both << np.uint64(1)))
 
 
 @njit(cache=True, nogil=True)
@@ -292,6 +310,20 @@ def merge_codes_at(codes, lo, chunk, count):
         code = get_code(chunk, i)
         if code != 0:
             set_code(codes, lo + i, code)
+
+
+@njit(cache=True, nogil=True)
+def stamp_distances(dtz, chunk, lo, count, value):
+    """dtz[lo + i] = value for every decided position i < count of a chunk-local code array."""
+    for w in range(code_words(count)):
+        x = chunk[w]
+        if x == 0:
+            continue
+        for j in range(32):
+            if (x >> np.uint64(2 * j)) & np.uint64(3) != 0:
+                i = w * 32 + j
+                if i < count:
+                    dtz[lo + i] = value
 
 
 @njit(cache=True, nogil=True)

@@ -108,6 +108,14 @@ class Delta:
         found = kernels.decided_in(self.dense, self.hi - self.lo, self.lo, ranks, values)
         return ranks[:found], values[:found]
 
+    def codes(self, size: int) -> np.ndarray:
+        """The decisions as codes over the whole layer of `size` positions."""
+        if self.dense is not None and self.lo == 0 and self.hi == size:
+            return self.dense
+        codes = kernels.new_codes(size)
+        self.apply(codes)
+        return codes
+
     def sparse(self) -> "Delta":
         """The same decisions as rank lists (what a frontier round reads)."""
         ranks, values = self.decisions()
@@ -142,19 +150,6 @@ class Delta:
         return delta
 
 
-def unique_decisions(rank_parts, value_parts):
-    """Sorted unique (rank, code) from parts that may repeat a rank (always with the
-    same code: a round's decisions do not depend on who makes them). Rank and code
-    share one int64 key, so a plain sort does it."""
-    if not rank_parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    keys = np.concatenate([(r << 2) | v for r, v in zip(rank_parts, value_parts)])
-    keys.sort()  # np.unique would hash first, which is several times slower here
-    if keys.shape[0] > 1:
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-    return keys >> 2, (keys & 3).astype(np.uint8)
-
-
 class PairState:
     """The codes of a pair's layers plus its dependency layers, ready for kernels;
     with_dtz also keeps each decided position's distance (round + 1), 16 bits each."""
@@ -180,22 +175,20 @@ class PairState:
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
                      evaluations=int(undecided))
 
-    def frontier(self, source_layer: tuple, ranks: np.ndarray, values: np.ndarray, round_: int) -> Delta:
-        """Re-evaluate the predecessors (in the partner layer) of these decisions
-        (sorted unique ranks of source_layer)."""
+    def frontier(self, source_layer: tuple, fresh: np.ndarray, lo: int, hi: int, round_: int) -> Delta:
+        """Re-evaluate the predecessors (in the partner layer) of the positions of
+        source_layer with rank in [lo, hi) decided last round (`fresh`, codes over
+        the whole source layer holding just those decisions)."""
         v = self.variant
         layer = partner(source_layer)
         own = self.codes[layer]
         scratch = own.copy()
         wins, losses, evaluated = kernels.call_specialized(kernels.frontier_range, (
-            v.pits, v.win_kazan, layer[0], self.stones, ranks, values,
+            v.pits, v.win_kazan, layer[0], self.stones, fresh, lo, hi,
             scratch, self.codes[source_layer], *self.deps[layer], v.binom))
-        np.bitwise_xor(scratch, own, out=scratch)  # what this round added
-        found_ranks = np.empty(wins + losses, np.int64)
-        found_values = np.empty(wins + losses, np.uint8)
-        kernels.decided_in(scratch, self.size, 0, found_ranks, found_values)
-        return Delta(layer, round_, 0, self.size, ranks=found_ranks, values=found_values,
-                     wins=int(wins), losses=int(losses), evaluations=int(evaluated))
+        kernels.fresh_codes(scratch, own)
+        return Delta(layer, round_, 0, self.size, dense=scratch, wins=int(wins), losses=int(losses),
+                     evaluations=int(evaluated))
 
     def apply(self, deltas) -> None:
         for delta in deltas:
@@ -203,7 +196,11 @@ class PairState:
             if self.dtz is not None:
                 if delta.round + 1 > np.iinfo(np.uint16).max:
                     raise OverflowError("a distance does not fit in 16 bits")
-                self.dtz[delta.layer][delta.decisions()[0]] = delta.round + 1
+                if delta.dense is not None:
+                    kernels.stamp_distances(self.dtz[delta.layer], delta.dense, delta.lo,
+                                            delta.hi - delta.lo, delta.round + 1)
+                else:
+                    self.dtz[delta.layer][delta.ranks] = delta.round + 1
 
     def distances(self, layer: tuple) -> np.ndarray:
         """The layer's distance table: round + 1 for decided positions, 0 for draws
@@ -256,7 +253,7 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = 
         if mode == SWEEP:
             deltas = [state.sweep(layer, 0, state.size, round_) for layer in state.layers]
         else:
-            deltas = [state.frontier(d.layer, *d.decisions(), round_) for d in last]
+            deltas = [state.frontier(d.layer, d.codes(state.size), 0, state.size, round_) for d in last]
         decided = sum(d.decided for d in deltas)
         result.rounds += 1
         result.evaluations += sum(d.evaluations for d in deltas)

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import format as fmt
 from . import kernels
-from .pair import FRONTIER, Delta, PairState, solve_pair, unique_decisions
+from .pair import FRONTIER, Delta, PairState, solve_pair
 from .plan import PairPlan
 from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
 from .tables import distance_bytes, distance_width, encode_distances, encode_layer, layer_file_name
@@ -115,7 +115,7 @@ LAYERS = LayerCache()
 @dataclass
 class _PairCopy:
     state: PairState
-    last: dict | None = None         # layer -> (ranks, codes) decided in state.round
+    last: dict | None = None         # layer -> codes of the positions decided in state.round
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -144,11 +144,11 @@ class PairCache:
                 deltas = [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]]
                 copy.state.apply(deltas)
                 copy.state.round = r
-                copy.last = _last_decisions(deltas) if (keep_last and r == upto) else None
+                copy.last = _last_decisions(deltas, pair) if (keep_last and r == upto) else None
             if keep_last and copy.last is None and upto >= 0:
                 marker = read_json(store, round_marker(pair.key, upto))
                 copy.last = _last_decisions(
-                    [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]])
+                    [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]], pair)
         return copy
 
     def drop(self, url: str, pair_key: str) -> None:
@@ -161,13 +161,13 @@ class PairCache:
             return sum(c.nbytes for p in self._pairs.values() for c in p.state.codes.values())
 
 
-def _last_decisions(deltas) -> dict:
-    """Per layer, the sorted unique ranks decided in a round and their codes."""
-    by_layer: dict = {}
+def _last_decisions(deltas, pair: PairPlan) -> dict:
+    """Per layer of the pair, the codes of the positions decided in one round (the
+    union of its chunks' deltas, which may repeat a decision)."""
+    last = {layer: kernels.new_codes(pair.layer_size) for layer in pair.layers}
     for delta in deltas:
-        by_layer.setdefault(delta.layer, []).append(delta.decisions())
-    return {layer: unique_decisions([r for r, _ in parts], [v for _, v in parts])
-            for layer, parts in by_layer.items()}
+        delta.apply(last[delta.layer])
+    return last
 
 
 PAIRS = PairCache()
@@ -247,17 +247,16 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     copy = PAIRS.synced(job, pair, dep_shas, series, round_ - 1, keep_last=(mode == FRONTIER))
     counts = {}
     if mode == FRONTIER:
-        ranks, values = copy.last.get(layer, (np.zeros(0, np.int64), np.zeros(0, np.uint8)))
-        a, b = np.searchsorted(ranks, [lo, hi])
-        delta = copy.state.frontier(layer, ranks[a:b], values[a:b], round_)
+        delta = copy.state.frontier(layer, copy.last[layer], lo, hi, round_)
         # Chunks may decide the same position twice in a frontier round; the union
         # built while syncing gives the previous round's exact count.
-        counts["previous_exact"] = sum(len(r) for r, _ in copy.last.values())
+        counts["previous_exact"] = sum(
+            int(sum(kernels.count_codes(c, pair.layer_size)[:2])) for c in copy.last.values())
     else:
         delta = copy.state.sweep(layer, lo, hi, round_)
         counts["undecided_before"] = delta.evaluations  # exact: chunks are disjoint
-        if delta.decided * 16 < hi - lo:
-            delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
+    if delta.decided * 16 < delta.hi - delta.lo:
+        delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
     name = delta_name(pair.key, round_, layer, chunk)
     job.store().write_bytes(name, delta.to_bytes())
     return {"name": name, "wins": delta.wins, "losses": delta.losses,
@@ -382,7 +381,9 @@ def warm_up(pits: int = 5) -> float:
         encode_layer(codes, variant.layer_size(*layer))
     # Tiny games may never reach a frontier round: compile that kernel directly.
     state = PairState(variant, 0, 0, solved)
-    state.frontier((0, 0), np.zeros(1, np.int64), np.full(1, kernels.WIN, np.uint8), 0)
+    fresh = kernels.new_codes(state.size)
+    kernels.set_code(fresh, 0, kernels.WIN)
+    state.frontier((0, 0), fresh, 0, state.size, 0)
     chunk = kernels.new_codes(37)
     kernels.set_code(chunk, 5, kernels.WIN)
     delta = Delta((0, 0), 0, 3, 40, dense=chunk, wins=1)
