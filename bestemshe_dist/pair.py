@@ -251,9 +251,14 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = 
         mode = choose_mode(method, round_, sum(d.decided for d in last), undecided,
                            state.size * len(state.layers))
         if mode == SWEEP:
+            last = []
             deltas = [state.sweep(layer, 0, state.size, round_) for layer in state.layers]
         else:
-            deltas = [state.frontier(d.layer, d.codes(state.size), 0, state.size, round_) for d in last]
+            deltas = []
+            while last:  # drop each source delta once used: one layer of codes less at the peak
+                source = last.pop(0)
+                deltas.append(state.frontier(source.layer, source.codes(state.size), 0, state.size, round_))
+                del source
         decided = sum(d.decided for d in deltas)
         result.rounds += 1
         result.evaluations += sum(d.evaluations for d in deltas)
