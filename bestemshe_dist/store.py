@@ -20,6 +20,8 @@ from .variant import Variant
 PRIVATE = ".bestemshe"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "bestemshe-tablebase"
+# What the last solve into this store was asked to do (its plan's scope), for `status`.
+SOLVE_RECORD = f"{PRIVATE}/solve.json"
 
 
 def redact(url: str) -> str:
@@ -76,6 +78,16 @@ class Store:
     def read_bytes(self, name: str) -> bytes:
         with self._io("read", name):
             return self.fs.cat_file(self.path(name))
+
+    def read_range(self, name: str, start: int, end: int) -> bytes:
+        """Bytes start..end of a file (one ranged read: a block, a header)."""
+        with self._io("read", name):
+            return self.fs.cat_file(self.path(name), start=start, end=end)
+
+    def list_names(self, pattern: str) -> list[str]:
+        """Names of the files beside the layers that match a glob pattern."""
+        with self._io("list", ""):
+            return [p.rsplit("/", 1)[-1] for p in self.fs.glob(self.path(pattern))]
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write `name` so that readers see the old object or the whole new one."""

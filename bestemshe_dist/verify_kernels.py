@@ -1,0 +1,184 @@
+"""Numba loops of the verifier: each position against its children's stored values.
+
+Independent of the solver's propagation code (kernels.evaluate, sweep_range,
+frontier_range, pair.py): only the rules and the rank (rules.py, which the
+brute-force tests cover) and the 2-bit code layout (kernels.get_code) are shared.
+
+A position's expected value and distance follow from its children's stored ones
+(SPEC.md, "What the solve computes"; a child is seen from its own mover, so a
+LOSS child is good for us):
+
+- a move that wins at once is a child LOSS at distance 0 (a winning exit);
+- a capture that does not end the game leads into a dependency layer: a child at
+  distance 0 with that layer's stored value (an exit);
+- a quiet move leads into the paired layer, whose stored distance is used;
+- WIN  if some child is a LOSS: distance 1 + the smallest such child's distance;
+- LOSS if every child is a WIN: distance 1 + the largest child's distance (0 with
+  no move at all);
+- DRAW otherwise, distance 0 (draws store 0).
+
+Checking stored == expected at every position is, for win/draw/loss alone, local
+consistency (a cycle of positions wrongly marked WIN/LOSS can satisfy it). With
+the distances it is a proof: the distance of a WIN or LOSS strictly decreases
+along the moves that justify it and ends at an exit or at a position with no
+move, so by induction every WIN and LOSS is right, and then every DRAW (no move
+to a LOSS, one to a DRAW) is one too, given that the dependency layers are right
+(they are checked the same way, and captures only go to larger k1 + k2).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit
+
+from .kernels import LOSS, WIN, get_code
+from .rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+
+DRAW = 0
+# moves_of marks a move that wins at once with this capture count.
+WINS_AT_ONCE = -1
+# check_range records these for each fault it keeps (columns of `faults`).
+FAULT_COLUMNS = ("stored_value", "expected_value", "stored_dtz", "expected_dtz")
+_FAR = 1 << 62
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moves_of(board, after, pits, win_kazan, k1, binom, captured, child):
+    """The legal moves of `board` (layer (k1, k2)); returns how many. For move i,
+    captured[i] is WINS_AT_ONCE for a move that ends the game with a win, else the
+    stones captured (0: a quiet move into layer (k2, k1); c > 0: into (k2, k1 + c)),
+    and child[i] the child's rank in that layer."""
+    count = 0
+    for pit in range(pits):
+        outcome, taken = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        if outcome == MOVE_EMPTY:
+            continue
+        if outcome == MOVE_WIN:
+            captured[count] = WINS_AT_ONCE
+            child[count] = 0
+        else:
+            captured[count] = taken
+            child[count] = rotated_rank(after, pits, binom)
+        count += 1
+    return count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def expected(count, child_value, child_dtz):
+    """(value, distance) a position must have, given its `count` children's stored
+    values and distances (an exit has distance 0; see the module docstring)."""
+    win_dtz = _FAR
+    loss_dtz = 0
+    draw = False
+    for i in range(count):
+        value = child_value[i]
+        if value == LOSS:
+            if child_dtz[i] + 1 < win_dtz:
+                win_dtz = child_dtz[i] + 1
+        elif value == WIN:
+            if child_dtz[i] + 1 > loss_dtz:
+                loss_dtz = child_dtz[i] + 1
+        else:
+            draw = True
+    if win_dtz != _FAR:
+        return WIN, win_dtz
+    if draw:
+        return DRAW, 0
+    return LOSS, loss_dtz
+
+
+@njit(cache=True, nogil=True)
+def check_range(pits, win_kazan, k1, stones, lo, hi, own, own_dtz, other, other_dtz, deps, dep_start,
+                binom, use_dtz, fault_rank, faults):
+    """Check every position of layer (k1, k2) with rank in [lo, hi).
+
+    own/other:  2-bit codes of this layer and of the paired layer (k2, k1);
+    own_dtz/other_dtz: their distance tables (ignored unless use_dtz);
+    deps:       the capture targets' codes end to end; layer (k2, k1 + c) starts
+                at position dep_start[c // 2 - 1];
+    fault_rank/faults: the first faults found (rank; FAULT_COLUMNS), at most
+                fault_rank.shape[0] of them.
+    Returns (wins, draws, losses, value faults, distance faults, largest stored
+    distance, faults recorded). A distance fault is counted only where the value
+    is right.
+    """
+    literally(pits)  # one compiled version per board size: the pit loops unroll
+    n = 2 * pits
+    board = np.empty(n, np.int64)
+    after = np.empty(n, np.int64)
+    captured = np.empty(pits, np.int64)
+    child = np.empty(pits, np.int64)
+    child_value = np.empty(pits, np.int64)
+    child_dtz = np.empty(pits, np.int64)
+    wins = 0
+    draws = 0
+    losses = 0
+    value_faults = 0
+    dtz_faults = 0
+    max_dtz = 0
+    recorded = 0
+    room = fault_rank.shape[0]
+    if lo >= hi:
+        return wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded
+    unrank(lo, stones, binom, board)
+    for x in range(lo, hi):
+        count = moves_of(board, after, pits, win_kazan, k1, binom, captured, child)
+        any_loss = False
+        for i in range(count):
+            c = captured[i]
+            child_dtz[i] = 0
+            if c == WINS_AT_ONCE:
+                child_value[i] = LOSS
+            elif c == 0:
+                child_value[i] = get_code(other, child[i])
+            else:
+                child_value[i] = get_code(deps, dep_start[c // 2 - 1] + child[i])
+            if child_value[i] == LOSS:
+                any_loss = True
+        if use_dtz:
+            # Only the distances that decide the expected one are read (a random
+            # access each): a WIN's LOSS children, or all children of a LOSS. The
+            # others stay 0, which `expected` then ignores.
+            for i in range(count):
+                if captured[i] == 0 and (child_value[i] == LOSS or (not any_loss and child_value[i] == WIN)):
+                    child_dtz[i] = other_dtz[child[i]]
+        want, want_dtz = expected(count, child_value, child_dtz)
+        value = np.int64(get_code(own, x))
+        dtz = np.int64(own_dtz[x]) if use_dtz else np.int64(0)
+        if value == WIN:
+            wins += 1
+        elif value == LOSS:
+            losses += 1
+        else:
+            draws += 1
+        if dtz > max_dtz:
+            max_dtz = dtz
+        fault = False
+        if value != want:
+            value_faults += 1
+            fault = True
+        elif use_dtz and dtz != want_dtz:
+            dtz_faults += 1
+            fault = True
+        if fault and recorded < room:
+            fault_rank[recorded] = x
+            faults[recorded, 0] = value
+            faults[recorded, 1] = want
+            faults[recorded, 2] = dtz
+            faults[recorded, 3] = want_dtz
+            recorded += 1
+        if x + 1 < hi:
+            successor(board)
+    return wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded
+
+
+@njit(cache=True, nogil=True)
+def list_moves(board, pits, win_kazan, k1, binom, captured, child):
+    """moves_of for callers outside numba (sampled positions)."""
+    after = np.empty(2 * pits, np.int64)
+    return moves_of(board, after, pits, win_kazan, k1, binom, captured, child)
+
+
+@njit(cache=True, nogil=True)
+def expected_of(count, child_value, child_dtz):
+    """expected for callers outside numba."""
+    return expected(count, child_value, child_dtz)
