@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from .rules import MOVE_EMPTY, MOVE_ON, MOVE_WIN, child_rank, landing, rank, rank_of, successor, unmoves_into, unrank
+from .rules import (MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank,
+                    unmove_specs, unrank)
 
 UNKNOWN = 0
 WIN = 1
@@ -230,7 +231,8 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
     n = 2 * pits
     child = np.empty(n, np.int64)
     after = np.empty(n, np.int64)
-    preds = np.empty((pits * (n + 1), n), np.int64)
+    board = np.empty(n, np.int64)
+    specs = np.empty((pits * (n + 1), 3), np.int64)
     wins = 0
     losses = 0
     evaluated = 0
@@ -254,10 +256,12 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
             else:
                 unrank(target, stones, binom, child)
                 at = target
-            count = unmoves_into(child, pits, preds, after)
+            count = unmove_specs(child, pits, after, specs)
             for p in range(count):
-                board = preds[p]
-                x = rank_of(board, n, binom)
+                pit = specs[p, 0]
+                laps = specs[p, 1]
+                rest = specs[p, 2]
+                x = unmove_rank(after, pits, pit, laps, rest, binom)
                 seen = get_code(scratch, x)
                 if seen == WIN or seen == LOSS:
                     continue
@@ -271,6 +275,7 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
                     # last round at the latest, and then it is a source of its own that
                     # makes this position a WIN.
                     evaluated += 1
+                    unmove_board(after, pits, pit, laps, rest, board)
                     if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
                         set_code(scratch, x, LOSS)
                         losses += 1

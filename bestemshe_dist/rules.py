@@ -247,22 +247,35 @@ def play(variant, k1: int, k2: int, board, pit: int):
 @njit(cache=True, nogil=True)
 def unmoves(child, pits, preds):
     """Boards from which one non-capturing move gives `child` (see unmoves_into)."""
-    return unmoves_into(child, pits, preds, np.empty(2 * pits, np.int64))
+    n = 2 * pits
+    return unmoves_into(child, pits, preds, np.empty(n, np.int64), np.empty((pits * (n + 1), 3), np.int64))
 
 
 @njit(cache=True, nogil=True)
-def unmoves_into(child, pits, preds, after):
-    """Boards from which one non-capturing move gives `child` (written from the side
-    to move in the child, i.e. the opponent of the predecessor's mover).
+def unmoves_into(child, pits, preds, after, specs):
+    """Fill rows of `preds` (shape (>= max_unmoves(pits), n)) with the boards from
+    which one non-capturing move gives `child` (see unmove_specs); returns how many.
+    `after` (n entries) and `specs` (max_unmoves(pits) x 3) are scratch."""
+    count = unmove_specs(child, pits, after, specs)
+    for p in range(count):
+        unmove_board(after, pits, specs[p, 0], specs[p, 1], specs[p, 2], preds[p])
+    return count
 
-    Fills rows of `preds` (shape (>= pits * (2 * pits + 1), n)) with predecessor boards
-    from their mover's view and returns how many; `after` (n entries) is scratch.
-    Inverts sow_and_capture: the board after the move is the child rotated back; for
-    own pit i the move was either a single stone (pit i now empty, pit i + 1 got it)
-    or s = 1 + laps * n + rest stones with laps = after[i] - 1 (pit i keeps one stone
-    plus one per lap). The move must not capture (its last stone ends on the mover's
-    side or leaves an odd count) and must not end the game (the child's own row, the
-    predecessor's opponent row, is not empty).
+
+@njit(cache=True, nogil=True)
+def unmove_specs(child, pits, after, specs):
+    """The non-capturing moves that give `child` (written from the side to move in
+    the child, i.e. the opponent of the predecessor's mover), as rows
+    (pit, laps, rest) of `specs`; returns how many. `after` receives the board after
+    the move (the child rotated back), which unmove_board and unmove_rank start from.
+
+    Inverts sow_and_capture: for own pit i the move was either a single stone (pit i
+    now empty, pit i + 1 got it: laps = -1, rest = 1) or s = 1 + laps * n + rest
+    stones with laps = after[i] - 1 (pit i keeps one stone plus one per lap, every
+    other pit got `laps`, the `rest` pits after i one more). The move must not
+    capture (its last stone ends on the mover's side or leaves an odd count) and
+    must not end the game (the child's own row, the predecessor's opponent row, is
+    not empty).
     """
     n = 2 * pits
     own_row = 0
@@ -293,15 +306,12 @@ def unmoves_into(child, pits, preds, after):
         if after[i] == 0 and after[i + 1] >= 1:
             last = i + 1
             if last < pits or after[last] % 2 == 1:
-                row = preds[count]
-                for j in range(n):
-                    row[j] = after[j]
-                row[i] = 1
-                row[i + 1] -= 1
+                specs[count, 0] = i
+                specs[count, 1] = -1
+                specs[count, 2] = 1
                 count += 1
-        # s >= 2 stones: one kept in pit i, the rest sown round the board. Every other
-        # pit got `laps` stones, and the `rest` pits after i one more: so `rest` runs
-        # from 0 up to just before the first pit after i holding no more than laps.
+        # s >= 2 stones: `rest` runs from 0 up to just before the first pit after i
+        # holding no more than laps.
         laps = after[i] - 1
         if laps < 0:
             continue
@@ -323,17 +333,46 @@ def unmoves_into(child, pits, preds, after):
                 last -= n
             if last >= pits and after[last] % 2 == 0:
                 continue  # that move would have captured
-            row = preds[count]
-            for j in range(n):
-                row[j] = after[j] - laps
-            for t in range(1, rest + 1):
-                j = i + t
-                if j >= n:
-                    j -= n
-                row[j] -= 1
-            row[i] = 1 + laps * n + rest
+            specs[count, 0] = i
+            specs[count, 1] = laps
+            specs[count, 2] = rest
             count += 1
     return count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unmoved_count(after, pits, pit, laps, rest, j):
+    """Stones in pit j before the un-move (pit, laps, rest) of unmove_specs."""
+    n = 2 * pits
+    if laps < 0:  # a single stone from pit to pit + 1
+        if j == pit:
+            return 1
+        return after[j] - 1 if j == pit + 1 else after[j]
+    if j == pit:
+        return 1 + laps * n + rest
+    d = j - pit - 1
+    if d < 0:
+        d += n
+    return after[j] - laps - (1 if d < rest else 0)
+
+
+@njit(cache=True, nogil=True)
+def unmove_board(after, pits, pit, laps, rest, row):
+    """The predecessor board of one un-move found by unmove_specs."""
+    for j in range(2 * pits):
+        row[j] = _unmoved_count(after, pits, pit, laps, rest, j)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unmove_rank(after, pits, pit, laps, rest, binom):
+    """rank() of unmove_board(...), each pit's count formed inside the prefix sum
+    (the frontier kernel needs the board only for predecessors it re-checks)."""
+    prefix = 0
+    value = 0
+    for j in range(2 * pits - 1):
+        prefix += _unmoved_count(after, pits, pit, laps, rest, j)
+        value += binom[j + prefix, j + 1]
+    return value
 
 
 def max_unmoves(pits: int) -> int:

@@ -62,6 +62,18 @@ def test_unmoves_are_exactly_the_inverse_of_quiet_moves(stones, pits):
             got = [tuple(int(v) for v in row) for row in preds[:count]]
             assert len(set(got)) == count
             assert set(got) == expected.get(child, set()), (k1, k2, child)
+            _check_unmove_ranks(np.array(child, np.int64), pits, variant.binom)
+
+
+def _check_unmove_ranks(child, pits, binom):
+    """The frontier kernel ranks predecessors without building them: same ranks."""
+    n = 2 * pits
+    after = np.zeros(n, np.int64)
+    specs = np.zeros((rules.max_unmoves(pits), 3), np.int64)
+    row = np.zeros(n, np.int64)
+    for pit, laps, rest in specs[:rules.unmove_specs(child, pits, after, specs)]:
+        rules.unmove_board(after, pits, pit, laps, rest, row)
+        assert rules.unmove_rank(after, pits, pit, laps, rest, binom) == rules.rank(row, binom)
 
 
 @settings(max_examples=300, deadline=None)
@@ -74,6 +86,7 @@ def test_unmoves_round_trip_on_the_50_stone_game(data):
     rules.unrank(x, variant.board_stones(k1, k2), variant.binom, child)
     preds = np.zeros((rules.max_unmoves(5), 10), np.int64)
     count = rules.unmoves(child, 5, preds)
+    _check_unmove_ranks(child, 5, variant.binom)
     for row in preds[:count]:
         # Every un-move's forward move gives the position back, without capture.
         hits = [rules.play(variant, k2, k1, row, i) for i in range(5)]
