@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 from .errors import BestemsheError, UsageError
 
@@ -22,19 +21,30 @@ def _variant_args(p):
                    help="only the layers with k1 + k2 >= M (the endgame part)")
 
 
+def _cluster_args(p):
+    """Where the Dask workers come from (solve and verify): one set of options."""
+    p.add_argument("--workers", type=int, default=None,
+                   help="local cluster workers (default: CPU count); SLURM: worker jobs; Kubernetes: workers")
+    p.add_argument("--threads-per-worker", type=int, default=None, help="local cluster (default 1)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="use a running Dask scheduler instead of a local cluster")
+    p.add_argument("--cluster", choices=("local", "slurm", "kubernetes"), default=None,
+                   help="where the Dask workers run (default: the config's cluster, else local)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="cluster and storage settings, YAML (examples in configs/); options given here win")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="bestemshe-dist", description="Distributed retrograde solver for Bestemshe.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("solve", help="solve layers into a tablebase folder")
     _variant_args(p)
-    p.add_argument("--out", required=True, metavar="URL", help="output folder: path or fsspec URL")
+    p.add_argument("--out", default=None, metavar="URL",
+                   help="output folder: path or fsspec URL (default: storage url of --config)")
     p.add_argument("--storage-options", default=None, metavar="JSON",
                    help="fsspec storage options for --out, as a JSON object")
-    p.add_argument("--workers", type=int, default=None, help="local cluster workers (default: CPU count)")
-    p.add_argument("--threads-per-worker", type=int, default=1)
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="use a running Dask scheduler instead of a local cluster")
+    _cluster_args(p)
     p.add_argument("--method", choices=("frontier", "sweep"), default="frontier",
                    help="frontier: re-evaluate only predecessors of new decisions (default); "
                         "sweep: re-evaluate every undecided position each round, like the original solver")
@@ -46,10 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "positions spread over all workers (default 67,108,864: two 4 MiB blocks)")
     p.add_argument("--restart", action="store_true",
                    help="discard the checkpoints of pairs in progress (published layers are kept)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or lines")
+    p.add_argument("--dashboard-address", default="127.0.0.1:8787", metavar="HOST:PORT",
+                   help="the local cluster's Dask dashboard, with the solve's page /bestemshe "
+                        "(default 127.0.0.1:8787, a free port when taken; none: no dashboard)")
 
     p = sub.add_parser("plan", help="print the DAG of pairs and layers")
     _variant_args(p)
+
+    _oracle_parsers(sub)
+    _verify_parser(sub)
+    _status_parser(sub)
     return parser
 
 
@@ -73,30 +90,49 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _config_and_output(args, url, what="--out URL"):
+    """(config, URL, storage options): --out / --storage-options win over the config's
+    storage section (the options are merged key by key, the command line's first)."""
+    from .cluster import load_config, merge_options, storage_from_config
+
+    config = load_config(args.config) if args.config else None
+    config_url, config_options = storage_from_config(config)
+    url = url or config_url
+    if not url:
+        raise UsageError(f"give {what} (or a storage url in the --config file).")
+    return config, url, merge_options(config_options, _storage_options(args.storage_options))
+
+
 def _cmd_solve(args) -> int:
     from .cluster import connect
     from .plan import make_plan
+    from .progress import ProgressView, Tee
     from .run import DEFAULT_CHUNK_SIZE, solve
     from .store import redact
     from .tasks import Job
     from .variant import Variant
 
+    config, args.out, storage_options = _config_and_output(args, args.out)
     variant = Variant(args.stones, args.pits)
     plan = make_plan(variant, args.min_captured)
-    job = Job(url=args.out, variant=variant, storage_options=_storage_options(args.storage_options),
+    job = Job(url=args.out, variant=variant, storage_options=storage_options,
               method=args.method, dtz=args.dtz)
-    start = time.perf_counter()
 
-    def log(line):
-        if not args.quiet:
-            print(f"[{time.perf_counter() - start:8.1f}s] {line}", file=sys.stderr, flush=True)
+    view = ProgressView(sys.stderr, quiet=args.quiet)  # a bar on a terminal, else lines
+    log = view.log
 
     log(f"solving {len(plan.layers)} layers ({plan.positions:,} positions) of the "
         f"{variant.describe()} game into {redact(args.out)}")
     in_process = args.out.startswith("memory://")
-    with connect(args.scheduler, args.workers, args.threads_per_worker, in_process) as client:
-        summary = solve(client, job, plan, log, chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
-                        restart=args.restart)
+    dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
+    with connect(args.scheduler, args.workers, args.threads_per_worker, in_process,
+                 cluster=args.cluster, config=config, log=log, dashboard_address=dashboard) as client:
+        progress = Tee(view, _dashboard_page(client, log, dashboard))
+        try:
+            summary = solve(client, job, plan, log, chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
+                            restart=args.restart, progress=progress)
+        finally:
+            view.close()
     rate = summary.positions / summary.seconds if summary.seconds else 0.0
     log(f"done: {summary.layers_solved} layers solved, {summary.layers_skipped} skipped, "
         f"{summary.positions:,} positions in {summary.seconds:.1f}s ({rate:,.0f} positions/s)")
@@ -106,11 +142,143 @@ def _cmd_solve(args) -> int:
     return 0
 
 
+def _dashboard_page(client, log, dashboard_address):
+    """Put the solve's page on the scheduler's dashboard and say where it is; returns
+    the listener that feeds it (None when the scheduler has no dashboard)."""
+    from distributed import LocalCluster
+
+    from .dashboard import page_link, register
+    from .progress import SchedulerEvents
+
+    local = isinstance(getattr(client, "cluster", None), LocalCluster)
+    if local and dashboard_address is None:
+        return None  # no dashboard: nobody to tell
+    host = dashboard_address.rsplit(":", 1)[0] if local else ""
+    link = page_link(client, host if host not in ("", "0.0.0.0", "::", "[::]") else None)
+    problem = register(client)
+    if problem:
+        log(problem)
+    elif link:
+        log(f"dashboard: {link}")
+    return SchedulerEvents(client)
+
+
+def _oracle_parsers(sub):
+    p = sub.add_parser("probe", help="value, distance and every move of one position")
+    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p.add_argument("numbers", nargs="*", metavar="N",
+                   help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)")
+    p.add_argument("--json", action="store_true", help="print JSON: value, dtz, moves, best_move")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+
+    p = sub.add_parser("play", help="play a game in the terminal against the perfect player")
+    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p.add_argument("--human", choices=("first", "second"), default="first",
+                   help="whether you move first (default) or second")
+    p.add_argument("--start", default=None, metavar="POSITION",
+                   help='start from "K1 K2 P0 .. P9", written from the side to move '
+                        "(default: equal pits, empty kazans)")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+
+
+def _cmd_probe(args) -> int:
+    from .oracle import Tablebase, format_report, report
+
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    data = report(tb, args.numbers)
+    print(json.dumps(data) if args.json else format_report(data))
+    return 0
+
+
+def _cmd_play(args) -> int:
+    from .oracle import Tablebase
+    from .play import play_game
+
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    start = tb.position(args.start) if args.start is not None else None
+    play_game(tb, human_first=args.human == "first", start=start)
+    return 0
+
+
+def _verify_parser(sub):
+    p = sub.add_parser("verify", help="check every position of a tablebase against its children")
+    p.add_argument("url", metavar="URL", nargs="?", default=None,
+                   help="tablebase: folder or fsspec URL (file://, s3://, memory://); "
+                        "default: storage url of --config")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+    p.add_argument("--min-captured", type=int, default=0, metavar="M",
+                   help="only the layers with k1 + k2 >= M")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="check N random positions per layer, reading only the blocks they need "
+                        "(a quick look at a huge tablebase, not a proof)")
+    p.add_argument("--seed", type=int, default=None, help="random seed for --sample (default: a new one, shown)")
+    p.add_argument("--wdl-only", action="store_true",
+                   help="ignore distance tables: check win/draw/loss only (consistency, not proof)")
+    p.add_argument("--chunk-size", type=int, default=None, metavar="POSITIONS",
+                   help="positions per check task (default 8,388,608)")
+    _cluster_args(p)
+    p.add_argument("--stones", type=int, default=None,
+                   help="the variant of a folder without a manifest (default 50; else read from the manifest)")
+    p.add_argument("--pits", type=int, default=None, help="pits per side, as --stones (default 5)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (the lines go to stderr)")
+    p.add_argument("--quiet", action="store_true", help="no line per layer: failures and the summary only")
+
+
+def _cmd_verify(args) -> int:
+    from .cluster import connect
+    from .verify import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
+
+    out = sys.stderr if args.json else sys.stdout
+
+    def log(line):
+        if not args.quiet:
+            print(line, file=out, flush=True)
+
+    config, args.url, options = _config_and_output(args, args.url, "the tablebase URL")
+    found = discover_tablebase(args.url, options, (args.stones, args.pits))  # fail before the cluster starts
+    chunk_size = DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
+    check_options(found.variant, args.min_captured, args.sample, chunk_size)
+    seed = args.seed if args.seed is not None else new_seed()
+    with connect(args.scheduler, args.workers, args.threads_per_worker, args.url.startswith("memory://"),
+                 cluster=args.cluster, config=config) as client:
+        report = verify(client, args.url, options, min_captured=args.min_captured, sample=args.sample,
+                        seed=seed, chunk_size=chunk_size, wdl_only=args.wdl_only,
+                        discovered=found, log=log)
+    lines = failure_lines(report)
+    if lines:
+        print("failures:", file=out)
+        print("\n".join(lines), file=out)
+    print(report["summary"], file=out, flush=True)
+    if args.json:
+        print(json.dumps(report))
+    return 0 if report["passed"] else 1
+
+
+def _status_parser(sub):
+    p = sub.add_parser("status", help="the layer grid and totals of a tablebase, finished or in progress")
+    p.add_argument("url", metavar="URL", help="tablebase: folder or fsspec URL (file://, s3://, memory://)")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+    p.add_argument("--json", action="store_true", help="print the status as one JSON object")
+
+
+def _cmd_status(args) -> int:
+    from .status import format_status, tablebase_status
+
+    status = tablebase_status(args.url, _storage_options(args.storage_options))
+    print(json.dumps(status) if args.json else format_status(status))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return {"solve": _cmd_solve, "plan": _cmd_plan}[args.command](args)
+        return {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status,
+                "probe": _cmd_probe, "play": _cmd_play, "verify": _cmd_verify}[args.command](args)
     except UsageError as exc:
         print(f"bestemshe-dist {args.command}: {exc}", file=sys.stderr)
         return 2
@@ -120,6 +288,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"bestemshe-dist {args.command}: interrupted.", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, as other tools do.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -119,7 +119,9 @@ def evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom):
 def first_round_value(board, pits, win_kazan, k1, deps, dep_start, binom):
     """evaluate() for round 0, when no position of the paired layer is decided yet:
     a quiet move then leads to an UNKNOWN child, so only captures need a child rank
-    (in a finished layer). Most moves are quiet, so this is much cheaper."""
+    (in a finished layer). Most moves are quiet, so this is much cheaper. Kept apart
+    from evaluate() (not a flag of it) so that neither hot loop carries the other's
+    branches."""
     opponent = opponent_stones(board, pits)
     all_win = True
     for pit in range(pits):

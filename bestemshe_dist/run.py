@@ -28,8 +28,9 @@ from .errors import BestemsheError
 from .lease import Lease
 from .pair import SWEEP, choose_mode, chunk_ranges
 from .plan import PairPlan, Plan, layer_key
+from .progress import Progress
 from .tables import distance_width
-from .store import PRIVATE, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
+from .store import PRIVATE, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, publish_layer_task,
                     peak_rss_bytes, publish_part_task, round_chunk_task, solve_pair_task, warm_up)
 
@@ -68,13 +69,15 @@ class _Stopped(Exception):
 
 
 class Driver:
-    def __init__(self, client: Client, job: Job, plan: Plan, log, chunk_size: int):
+    def __init__(self, client: Client, job: Job, plan: Plan, log, chunk_size: int,
+                 progress: Progress | None = None):
         if chunk_size < 1:
             raise BestemsheError("--chunk-size must be at least 1 position.")
         self.client = client
         self.job = job
         self.plan = plan
         self.log = log
+        self.progress = progress or Progress()  # structured reports (progress.py)
         self.chunk_size = chunk_size
         self.store = job.store()
         self.events: queue.Queue = queue.Queue()
@@ -169,6 +172,7 @@ class Driver:
             seconds += marker["seconds"]
             self.log(f"{pair.key} round {round_} ({mode}, {len(chunks)} chunks): "
                      f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s")
+            self.progress.round_done(pair.key, round_, mode, last_decided, undecided, marker["seconds"])
             round_ += 1
         self.log(f"{pair.key}: publishing after {round_} rounds")
         final = round_ - 1
@@ -217,6 +221,12 @@ class Driver:
             self.log(f"{skipped} layers already published, skipped")
         pending = [p for p in self.plan.pairs if not all(l in self.finished for l in p.layers)]
         todo = {layer for p in pending for layer in p.layers}
+        write_json(self.store, SOLVE_RECORD, {"min_captured": self.plan.min_captured,
+                                              "chunk_size": self.chunk_size, "method": self.job.method,
+                                              "dtz": self.job.dtz, "started": time.time()})
+        self.progress.started(self.plan, dict(self.finished),
+                              {p.key: len(p.layers) * len(chunk_ranges(p.layer_size, self.chunk_size))
+                               for p in pending if not self.small(p)})
         positions = 0
         pool = ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="bestemshe-pair")
         try:
@@ -230,15 +240,18 @@ class Driver:
                 else:
                     positions += self.record(future.result())
                 self.launch_ready(pending, pool)
-        except BaseException:
+        except BaseException as exc:
             self.stop.set()
+            self.progress.failed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
             self.client.cancel(list(self.layer_futures.values()))
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         peaks = self.client.run(peak_rss_bytes)
-        return SolveSummary(len(todo), skipped, positions, time.perf_counter() - start,
-                            compile_seconds, peaks)
+        summary = SolveSummary(len(todo), skipped, positions, time.perf_counter() - start,
+                               compile_seconds, peaks)
+        self.progress.finished(summary)
+        return summary
 
     def record(self, entry: dict) -> int:
         layer = (entry["k1"], entry["k2"])
@@ -250,6 +263,7 @@ class Driver:
         self.log(f"layer {layer[0]}_{layer[1]} done ({done}/{len(self.plan.layers)}): "
                  f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
                  f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s")
+        self.progress.layer_done(entry)
         pair = self.plan.pair_of(layer)
         if all(l in self.finished for l in pair.layers):
             self.release(pair)
@@ -266,11 +280,12 @@ class Driver:
 
 
 def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
-          chunk_size: int = DEFAULT_CHUNK_SIZE, restart: bool = False) -> SolveSummary:
+          chunk_size: int = DEFAULT_CHUNK_SIZE, restart: bool = False,
+          progress: Progress | None = None) -> SolveSummary:
     store = job.store()
     store.ensure_root()
     with Lease(store):
         if restart:
             store.remove(f"{PRIVATE}/pairs")
             log("checkpoints discarded (--restart)")
-        return Driver(client, job, plan, log, chunk_size).run()
+        return Driver(client, job, plan, log, chunk_size, progress).run()

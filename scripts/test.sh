@@ -10,4 +10,23 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
+# Debian packages the tests drive (they start and stop their own servers and fail
+# if a package is missing): nginx serves a tablebase over HTTP to the oracle
+# tests; chromium loads the solve's dashboard page (through Playwright from PyPI,
+# never a downloaded browser); SLURM and munge run the --cluster slurm test on a
+# real single-node SLURM (scripts/slurm-single-node.sh starts and stops it).
+missing=()
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then missing+=(nginx-light); fi
+if [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
+for tool in slurmctld slurmd sbatch munged; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
+        missing+=(slurmctld slurmd slurm-client munge)
+        break
+    fi
+done
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 exec .venv/bin/python -m pytest "$@"

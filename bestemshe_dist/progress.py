@@ -1,0 +1,275 @@
+"""What a solve reports while it runs, and who listens.
+
+The driver (run.py) calls a `Progress` object at four moments: the solve has
+started (the plan, the layers already published), a round of a large pair is
+checkpointed, a layer is published (its manifest entry), and the solve has
+finished or failed. Listeners:
+
+- `ProgressView` (the CLI): a progress bar on stderr when it is a terminal
+  (layers done of total, positions decided, rate, ETA), plain timestamped
+  lines otherwise; the driver's log lines go through it too.
+- `SchedulerEvents`: forwards each report as a small dict to the scheduler's
+  event log under the topic `bestemshe` (`Client.log_event`), where the
+  dashboard plugin (dashboard.py) and anyone else can read it.
+- `Tee`: several of them at once.
+
+Reports are small: layer coordinates, counts, seconds; never layer data.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+TOPIC = "bestemshe"
+
+
+class Progress:
+    """A listener that ignores everything; subclasses override what they need."""
+
+    def started(self, plan, published: dict, chunks: dict) -> None:
+        """plan: the Plan; published: {layer: manifest entry} kept from earlier runs;
+        chunks: {pair key: chunk tasks per round} for the pairs solved in rounds."""
+
+    def round_done(self, pair_key: str, round_: int, mode: str, decided: int, undecided: int,
+                   seconds: float) -> None:
+        """A round of a large pair is checkpointed: `decided` positions newly decided,
+        about `undecided` left in the pair."""
+
+    def layer_done(self, entry: dict) -> None:
+        """A layer is published; entry is its manifest entry."""
+
+    def finished(self, summary) -> None:
+        """The solve ended well (summary: run.SolveSummary)."""
+
+    def failed(self, reason: str) -> None:
+        """The solve stopped on an error (one sentence)."""
+
+
+class Tee(Progress):
+    def __init__(self, *listeners):
+        self.listeners = [l for l in listeners if l is not None]
+
+    def started(self, *args):
+        for l in self.listeners:
+            l.started(*args)
+
+    def round_done(self, *args):
+        for l in self.listeners:
+            l.round_done(*args)
+
+    def layer_done(self, *args):
+        for l in self.listeners:
+            l.layer_done(*args)
+
+    def finished(self, *args):
+        for l in self.listeners:
+            l.finished(*args)
+
+    def failed(self, *args):
+        for l in self.listeners:
+            l.failed(*args)
+
+
+def layer_name(layer) -> str:
+    return f"{layer[0]}_{layer[1]}"
+
+
+def entry_summary(entry: dict) -> dict:
+    """The part of a manifest entry the dashboard shows."""
+    return {"layer": layer_name((entry["k1"], entry["k2"])), "k1": entry["k1"], "k2": entry["k2"],
+            "positions": entry["positions"], "counts": dict(entry["counts"]),
+            "rounds": entry.get("rounds"), "seconds": entry.get("solve_seconds")}
+
+
+def plan_message(plan, published: dict, chunks: dict) -> dict:
+    """The `start` event: everything the dashboard needs to draw the grid."""
+    return {
+        "event": "start", "time": time.time(),
+        "variant": plan.variant.as_dict(), "min_captured": plan.min_captured,
+        "kazans": list(plan.variant.kazans),
+        "pairs": [{"pair": p.key, "layers": [layer_name(l) for l in p.layers],
+                   "layer_size": p.layer_size, "chunks": chunks.get(p.key)} for p in plan.pairs],
+        "published": [entry_summary(e) for e in published.values()],
+    }
+
+
+class SchedulerEvents(Progress):
+    """Forwards the reports to the scheduler's event log (topic `bestemshe`). A
+    failure to send never stops the solve: the dashboard is a convenience."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def _send(self, msg: dict) -> None:
+        try:
+            self.client.log_event(TOPIC, msg)
+        except Exception:  # a closing client, a lost scheduler: the solve reports it
+            pass
+
+    def started(self, plan, published, chunks):
+        self._send(plan_message(plan, published, chunks))
+
+    def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
+        self._send({"event": "round", "pair": pair_key, "round": round_, "mode": mode,
+                    "decided": int(decided), "undecided": int(undecided), "seconds": float(seconds)})
+
+    def layer_done(self, entry):
+        self._send({"event": "layer", **entry_summary(entry)})
+
+    def finished(self, summary):
+        self._send({"event": "finished", "seconds": summary.seconds, "positions": summary.positions})
+
+    def failed(self, reason):
+        self._send({"event": "failed", "reason": reason})
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(max(seconds, 0)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class ProgressView(Progress):
+    """The CLI's view of a solve on one stream (stderr).
+
+    On a terminal: log lines scroll above a progress bar redrawn in place. Else:
+    timestamped lines, `[   12.3s] ...`, including a `progress:` line after each
+    layer or round (at most one every `every` seconds, and the last one). Quiet:
+    nothing at all."""
+
+    WIDTH = 24
+
+    def __init__(self, stream=None, tty: bool | None = None, quiet: bool = False, every: float = 2.0,
+                 clock=time.perf_counter):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.quiet = quiet
+        self.every = every
+        self.clock = clock
+        self.t0 = clock()
+        self.lock = threading.Lock()
+        self.bar_shown = False
+        self.last_line = None
+        self.total_layers = 0
+        self.done_layers = 0
+        self.total_positions = 0     # of the layers this run solves
+        self.published_positions = 0
+        self.in_rounds: dict = {}    # pair key -> positions decided so far in its rounds
+        self.pair_positions: dict = {}
+        self.pair_of: dict = {}      # layer name -> pair key
+        self.pair_layers: dict = {}  # pair key -> layer names
+        self.done: set = set()
+        self.solve_t0 = None
+        self.closed = False
+
+    # -- output ---------------------------------------------------------------------
+    def _stamp(self) -> str:
+        return f"[{self.clock() - self.t0:8.1f}s]"
+
+    def _clear_bar(self) -> None:
+        if self.bar_shown:
+            self.stream.write("\r\033[K")
+            self.bar_shown = False
+
+    def log(self, line: str) -> None:
+        """One timestamped line (above the bar on a terminal)."""
+        if self.quiet:
+            return
+        with self.lock:
+            self._clear_bar()
+            self.stream.write(f"{self._stamp()} {line}\n")
+            if self.tty and self.solve_t0 is not None and not self.closed:
+                self._draw_bar()
+            self.stream.flush()
+
+    # -- figures --------------------------------------------------------------------
+    @property
+    def decided(self) -> int:
+        return min(self.published_positions + sum(self.in_rounds.values()), self.total_positions)
+
+    def rate(self) -> float:
+        elapsed = self.clock() - self.solve_t0 if self.solve_t0 is not None else 0.0
+        return self.decided / elapsed if elapsed > 0 else 0.0
+
+    def eta(self) -> str:
+        rate = self.rate()
+        left = self.total_positions - self.decided
+        if left <= 0:
+            return "0:00"
+        return format_duration(left / rate) if rate > 0 else "?"
+
+    def bar_text(self) -> str:
+        share = self.decided / self.total_positions if self.total_positions else 1.0
+        filled = int(round(self.WIDTH * min(share, 1.0)))
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        return (f"[{bar}] {self.done_layers}/{self.total_layers} layers, "
+                f"{self.decided:,}/{self.total_positions:,} positions, "
+                f"{self.rate():,.0f}/s, ETA {self.eta()}")
+
+    def _draw_bar(self) -> None:
+        self.stream.write("\r\033[K" + self.bar_text())
+        self.bar_shown = True
+
+    def _update(self, force: bool = False) -> None:
+        if self.quiet or self.closed:
+            return
+        with self.lock:
+            if self.tty:
+                self._draw_bar()
+            else:
+                now = self.clock()
+                if not force and self.last_line is not None and now - self.last_line < self.every:
+                    return
+                self.last_line = now
+                self.stream.write(f"{self._stamp()} progress: {self.bar_text()}\n")
+            self.stream.flush()
+
+    # -- reports --------------------------------------------------------------------
+    def started(self, plan, published, chunks):
+        self.solve_t0 = self.clock()
+        self.total_layers = len(plan.layers)
+        for p in plan.pairs:
+            names = [layer_name(l) for l in p.layers]
+            self.pair_layers[p.key] = names
+            self.pair_positions[p.key] = p.positions
+            for n in names:
+                self.pair_of[n] = p.key
+        self.done = {layer_name(l) for l in published}
+        self.done_layers = len(self.done)
+        self.total_positions = sum(p.layer_size for p in plan.pairs for l in p.layers
+                                   if layer_name(l) not in self.done)
+        self._update(force=True)
+
+    def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
+        # A frontier round may count a position twice; the pair's undecided figure is exact.
+        self.in_rounds[pair_key] = max(self.pair_positions.get(pair_key, 0) - int(undecided), 0)
+        self._update()
+
+    def layer_done(self, entry):
+        name = layer_name((entry["k1"], entry["k2"]))
+        if name in self.done:
+            return
+        self.done.add(name)
+        self.done_layers += 1
+        self.published_positions += entry["positions"]
+        pair = self.pair_of.get(name)
+        if pair is not None and all(n in self.done for n in self.pair_layers[pair]):
+            self.in_rounds.pop(pair, None)
+        self._update(force=self.done_layers == self.total_layers)
+
+    def finished(self, summary):
+        self.close()
+
+    def failed(self, reason):
+        self.close()
+
+    def close(self) -> None:
+        """End the bar's line (a terminal) so that what follows starts clean."""
+        with self.lock:
+            self.closed = True
+            if self.bar_shown:
+                self.stream.write("\n")
+                self.bar_shown = False
+                self.stream.flush()

@@ -1,0 +1,159 @@
+"""`bestemshe-dist status URL`: where a tablebase stands, finished or in progress.
+
+Reads only small files: `manifest.json` (the published layers and their
+counts), `.bestemshe/solve.json` (the scope of the last solve: its
+`--min-captured`), the round markers of the pairs in progress
+(`.bestemshe/pairs/<pair>/round-*/complete.json`) and the lease. Never a layer
+file, never a Dask cluster.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+from .errors import StoreError
+from .lease import LEASE
+from .plan import make_plan
+from .store import SOLVE_RECORD, Store, completed_rounds, manifest_key, pair_prefix, read_json
+from .variant import Variant
+
+SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
+
+
+def _pair_dirs(store: Store) -> list:
+    prefix = pair_prefix("")
+    if not store.exists(prefix.rstrip("/")):
+        return []
+    return sorted(n for n in store.list_names(f"{prefix}pair-*") if n.startswith("pair-"))
+
+
+def tablebase_status(url: str, storage_options: dict | None = None, now: float | None = None) -> dict:
+    store = Store(url, storage_options)
+    manifest = store.read_manifest()
+    if manifest is None:
+        raise StoreError(f"{store.shown} holds no manifest.json: no solve has written there.")
+    variant = Variant(**manifest["variant"])
+    record = read_json(store, SOLVE_RECORD) if store.exists(SOLVE_RECORD) else None
+    min_captured = record.get("min_captured", 0) if record else 0
+    scope = {manifest_key(*l) for l in make_plan(variant, min_captured).layers}
+    published = manifest["layers"]
+
+    in_progress = []
+    for key in _pair_dirs(store):
+        markers = completed_rounds(store, key)
+        try:
+            a, b = map(int, key[len("pair-"):].split("-"))
+        except ValueError:
+            continue
+        layers = [manifest_key(a, b)] + ([manifest_key(b, a)] if a != b else [])
+        if all(l in published for l in layers):
+            continue  # published; its checkpoints are only left over
+        last = markers[-1] if markers else None
+        in_progress.append({
+            "pair": key, "layers": layers, "rounds_done": len(markers),
+            "decided": sum(m["decided"] for m in markers),
+            "last_round": None if last is None else {
+                "round": last["round"], "mode": last.get("mode"), "decided": last["decided"],
+                "seconds": last.get("seconds")},
+        })
+    running = {l for p in in_progress for l in p["layers"]}
+
+    layers = []
+    for k1, k2 in variant.layers:
+        name = manifest_key(k1, k2)
+        entry = published.get(name)
+        if entry is not None:
+            state = "done"
+        elif name in running:
+            state = "running"
+        elif name in scope:
+            state = "pending"
+        else:
+            continue  # outside the solve's scope: not shown
+        row = {"layer": name, "k1": k1, "k2": k2, "state": state,
+               "positions": variant.layer_size(k1, k2)}
+        if entry is not None:
+            row.update(counts=dict(entry["counts"]), rounds=entry.get("rounds"),
+                       seconds=entry.get("solve_seconds"))
+        layers.append(row)
+
+    done = [r for r in layers if r["state"] == "done"]
+    counts = {k: sum(r["counts"][k] for r in done) for k in ("win", "draw", "loss")}
+    lease = None
+    if store.exists(LEASE):
+        try:
+            holder = json.loads(store.read_bytes(LEASE))
+            lease = {"host": holder.get("host"), "pid": holder.get("pid"),
+                     "renewed_seconds_ago": round((now or time.time()) - float(holder.get("renewed", 0)), 1)}
+        except (ValueError, TypeError):
+            lease = {"host": None, "pid": None, "renewed_seconds_ago": None}
+    return {
+        "url": store.shown, "variant": variant.as_dict(), "min_captured": min_captured,
+        "kazans": list(variant.kazans), "layers": layers,
+        "layers_done": len(done), "layers_total": len(layers),
+        "positions_done": sum(r["positions"] for r in done),
+        "positions_total": sum(r["positions"] for r in layers),
+        "counts": counts, "solve_seconds": sum(r.get("seconds") or 0.0 for r in done),
+        "pairs_in_progress": in_progress, "lease": lease,
+        "finished": all(r["state"] == "done" for r in layers) and not in_progress,
+    }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def format_status(status: dict) -> str:
+    v = status["variant"]
+    rows = {r["layer"]: r for r in status["layers"]}
+    shown = [(r["k1"], r["k2"]) for r in status["layers"]]
+    kazans = [k for k in status["kazans"] if any(k in layer for layer in shown)]
+    rows_k1 = [k for k in kazans if any(k == k1 for k1, _ in shown)]
+    kazans = [k for k in kazans if any(k == k2 for _, k2 in shown)]
+    lines = [f"{status['url']}: {v['stones']} stones, {v['pits']} pits per side, "
+             f"layers with k1 + k2 >= {status['min_captured']}",
+             "",
+             "layers (rows k1, columns k2): # done, R in progress (checkpointed rounds), . pending",
+             "   k1\\k2 " + "".join(f"{k2:>3}" for k2 in kazans)]
+    for k1 in rows_k1:
+        cells = "".join(f"{SYMBOLS[rows[manifest_key(k1, k2)]['state'] if manifest_key(k1, k2) in rows else None]:>3}"
+                        for k2 in kazans)
+        lines.append(f"   {k1:>5} {cells}")
+    lines.append("")
+    lines.append("win share of the side to move, per done layer (%):")
+    lines.append("   k1\\k2 " + "".join(f"{k2:>4}" for k2 in kazans))
+    for k1 in rows_k1:
+        cells = []
+        for k2 in kazans:
+            r = rows.get(manifest_key(k1, k2))
+            if r is None or r["state"] != "done":
+                cells.append(f"{'':>4}" if r is None else f"{'.':>4}")
+            else:
+                n = sum(r["counts"].values())
+                cells.append(f"{round(100 * r['counts']['win'] / n) if n else 0:>4}")
+        lines.append(f"   {k1:>5} " + "".join(cells))
+    lines.append("")
+    c = status["counts"]
+    n = sum(c.values())
+    lines.append(f"layers done: {status['layers_done']} of {status['layers_total']}"
+                 + (" (finished)" if status["finished"] else ""))
+    lines.append(f"positions: {status['positions_done']:,} of {status['positions_total']:,} published")
+    lines.append(f"win {c['win']:,} ({_share(c['win'], n)}), draw {c['draw']:,} ({_share(c['draw'], n)}), "
+                 f"loss {c['loss']:,} ({_share(c['loss'], n)}); solve time {status['solve_seconds']:.1f}s")
+    if status["pairs_in_progress"]:
+        for p in status["pairs_in_progress"]:
+            last = p["last_round"]
+            if last is None:
+                lines.append(f"in progress: {p['pair']} (layers {' '.join(p['layers'])}), no round checkpointed yet")
+            else:
+                lines.append(f"in progress: {p['pair']} (layers {' '.join(p['layers'])}), "
+                             f"{p['rounds_done']} rounds checkpointed; last round {last['round']} "
+                             f"({last['mode']}): {last['decided']:,} decided; "
+                             f"{p['decided']:,} decided in all")
+    else:
+        lines.append("in progress: no pair")
+    lease = status["lease"]
+    if lease:
+        lines.append(f"a solve holds the lease: host {lease['host']}, pid {lease['pid']}, "
+                     f"renewed {lease['renewed_seconds_ago']}s ago")
+    return "\n".join(lines)
