@@ -85,6 +85,8 @@ class Driver:
         self.manifest: dict = {}
         self.finished: dict = {}      # layer -> manifest entry (published)
         self.layer_futures: dict = {}  # layer -> Dask future of its publish task
+        self.round_futures: set = set()  # chunk tasks of rounds in flight (pair threads)
+        self.round_lock = threading.Lock()
 
     # -- helpers --------------------------------------------------------------------
     def small(self, pair: PairPlan) -> bool:
@@ -156,7 +158,13 @@ class Driver:
                                      layer, c, lo, hi, key=f"{pair.key}/round-{round_}/chunk-{i}",
                                      pure=False, retries=3)
                        for i, (layer, c, lo, hi) in enumerate(chunks)]
-            results = client.gather(futures)
+            with self.round_lock:
+                self.round_futures.update(futures)
+            try:
+                results = client.gather(futures)
+            finally:
+                with self.round_lock:
+                    self.round_futures.difference_update(futures)
             last_decided = sum(r["wins"] + r["losses"] for r in results)
             marker = {"round": round_, "mode": mode, "parts": [r["name"] for r in results],
                       "decided": last_decided, "evaluations": sum(r["evaluations"] for r in results),
@@ -243,7 +251,13 @@ class Driver:
         except BaseException as exc:
             self.stop.set()
             self.progress.failed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-            self.client.cancel(list(self.layer_futures.values()))
+            # Task keys are fixed (pair-a-b/round-r/chunk-c), so nothing of a failed
+            # solve may outlive it on the cluster: a later solve there would get its
+            # stale results. Cancel every task in flight and wait for the pair threads.
+            with self.round_lock:
+                in_flight = list(self.round_futures)
+            self.client.cancel(list(self.layer_futures.values()) + in_flight)
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -162,3 +162,31 @@ def test_restart_discards_checkpoints(tmp_path, reference):
     assert "resuming" not in done.stderr
     assert "pair-0-2 round 0 (" in done.stderr
     same_files(out, reference)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_failed_solve_leaves_no_task_behind_on_its_cluster(client, tmp_path, reference):
+    """Task keys are fixed (pair-a-b/round-r/chunk-c), so a solve on the same cluster
+    right after a failed one must not find that solve's tasks still in flight."""
+    from bestemshe_dist.progress import Progress
+
+    class StopAfter(Progress):
+        def round_done(self, pair_key, round_, *args):
+            if pair_key == "pair-0-4" and round_ == 0:  # while pair 2-2 runs its rounds
+                raise _Stop("stopped for the test")
+
+    variant = Variant(STONES, PITS)
+    with pytest.raises(_Stop):
+        solve(client, Job(str(tmp_path / "failed"), variant), make_plan(variant), chunk_size=CHUNK,
+              progress=StopAfter())
+    # Every pair thread has ended (its round tasks cancelled or finished) ...
+    import threading
+
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("bestemshe-pair")]
+    # ... so a solve on the same cluster computes its own rounds.
+    out = tmp_path / "again"
+    solve(client, Job(str(out), variant), make_plan(variant), chunk_size=CHUNK)
+    same_files(out, reference)
