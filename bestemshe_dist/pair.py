@@ -117,7 +117,7 @@ class Delta:
         return codes
 
     def sparse(self) -> "Delta":
-        """The same decisions as rank lists (what a frontier round reads)."""
+        """The same decisions as rank lists (a smaller checkpoint when they are few)."""
         ranks, values = self.decisions()
         return Delta(self.layer, self.round, self.lo, self.hi, None, ranks, values,
                      self.wins, self.losses, self.evaluations)

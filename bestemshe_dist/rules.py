@@ -23,16 +23,9 @@ MOVE_ON = 0         # the game goes on: the opponent is to move in the child
 
 @njit(cache=True, nogil=True)
 def rank(board, binom):
-    return rank_of(board, board.shape[0], binom)
-
-
-@njit(cache=True, nogil=True)
-def rank_of(board, n, binom):
-    """rank() of board[:n]: kernels compiled for a constant board size pass n = 2 pits
-    and get a fully unrolled loop."""
     prefix = 0
     value = 0
-    for i in range(n - 1):
+    for i in range(board.shape[0] - 1):
         prefix += board[i]
         value += binom[i + prefix, i + 1]
     return value
