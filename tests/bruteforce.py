@@ -1,6 +1,6 @@
 """Independent brute-force reference for the Bestemshe tablebase.
 
-Written from /work/shared/SPEC.md alone.  It shares no code with the package
+Written from the project's SPEC.md (rules, rank, format) alone.  It shares no code with the package
 ``bestemshe_dist`` and must never import it: it is the oracle the package is
 checked against.  Everything here is deliberately plain and slow-but-obvious:
 

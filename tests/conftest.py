@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BESTEMSHE_SHARED", ROOT.parent / "shared"))
-FIXTURE_M40 = SHARED / "fixtures" / "published-m40"
+# The published tablebase's 30 files with k1 + k2 >= 40 (see its README): the
+# tests' own copy, so that a clone needs nothing outside the repository.
+FIXTURE_M40 = ROOT / "tests" / "fixtures" / "published-m40"
+assert len(list(FIXTURE_M40.glob("layer_*.bin"))) == 30, f"{FIXTURE_M40} must hold the 30 fixture files"
 
 
 def run_cli(*args, timeout=600, env=None):

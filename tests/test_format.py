@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bestemshe_dist.errors import FormatError
+from conftest import FIXTURE_M40
 from bestemshe_dist.format import (
     BLOCK_BITS,
     BLOCK_BYTES,
@@ -29,7 +30,7 @@ from bestemshe_dist.format import (
     parse_header,
 )
 
-FIXTURES = Path("/work/shared/fixtures/published-m40")
+FIXTURES = FIXTURE_M40
 NAME = "layer_4_6_win.bin"
 
 
