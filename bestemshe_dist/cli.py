@@ -14,18 +14,49 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _at_least_one(text: str) -> int:
+    """A whole number >= 1 (worker counts, chunk sizes, samples): checked while the
+    arguments are parsed, so a bad one stops everything before it starts."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _dashboard_address(text: str) -> str:
+    if text.lower() == "none":
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (or none)")
+    return text
+
+
 def _variant_args(p):
     p.add_argument("--stones", type=int, default=50, help="stones in the game (even; default 50)")
     p.add_argument("--pits", type=int, default=5, help="pits per side (1..5; default 5)")
-    p.add_argument("--min-captured", type=int, default=0, metavar="M",
+    p.add_argument("--min-captured", type=_at_least_zero, default=0, metavar="M",
                    help="only the layers with k1 + k2 >= M (the endgame part)")
 
 
 def _cluster_args(p):
     """Where the Dask workers come from (solve and verify): one set of options."""
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=_at_least_one, default=None,
                    help="local cluster workers (default: CPU count); SLURM: worker jobs; Kubernetes: workers")
-    p.add_argument("--threads-per-worker", type=int, default=None, help="local cluster (default 1)")
+    p.add_argument("--threads-per-worker", type=_at_least_one, default=None, help="local cluster (default 1)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="use a running Dask scheduler instead of a local cluster")
     p.add_argument("--cluster", choices=("local", "slurm", "kubernetes"), default=None,
@@ -35,8 +66,13 @@ def _cluster_args(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="bestemshe-dist", description="Distributed retrograde solver for Bestemshe.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from . import __version__
+
+    parser = _Parser(prog="bestemshe-dist", description="Distributed retrograde solver for Bestemshe: "
+                     "solve the game into a tablebase, then probe, play and verify it.")
+    parser.add_argument("--version", action="version", version=f"bestemshe-dist {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
+                                title="commands")
 
     p = sub.add_parser("solve", help="solve layers into a tablebase folder")
     _variant_args(p)
@@ -51,13 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtz", action="store_true",
                    help="also write layer_<k1>_<k2>_dtz.bin: plies to the next capture or the end "
                         "under best play (1 byte a position, 2 if a layer needs it; draws store 0)")
-    p.add_argument("--chunk-size", type=int, default=None, metavar="POSITIONS",
+    p.add_argument("--chunk-size", type=_at_least_one, default=None, metavar="POSITIONS",
                    help="a pair whose layers are larger is solved as rounds of chunks of this many "
                         "positions spread over all workers (default 67,108,864: two 4 MiB blocks)")
     p.add_argument("--restart", action="store_true",
                    help="discard the checkpoints of pairs in progress (published layers are kept)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or lines")
-    p.add_argument("--dashboard-address", default="127.0.0.1:8787", metavar="HOST:PORT",
+    p.add_argument("--dashboard-address", type=_dashboard_address, default="127.0.0.1:8787", metavar="HOST:PORT",
                    help="the local cluster's Dask dashboard, with the solve's page /bestemshe "
                         "(default 127.0.0.1:8787, a free port when taken; none: no dashboard)")
 
@@ -67,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     _oracle_parsers(sub)
     _verify_parser(sub)
     _status_parser(sub)
+    _checksums_parser(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -103,6 +141,25 @@ def _config_and_output(args, url, what="--out URL"):
     return config, url, merge_options(config_options, _storage_options(args.storage_options))
 
 
+def _check_output_folder(url: str) -> None:
+    """A local --out must be a folder or not exist yet (nor lie under a file)."""
+    from pathlib import Path
+
+    from .store import Store
+
+    store = Store(url)
+    if not store.local:
+        return
+    path = Path(store.root or ".")
+    for at in (path, *path.parents):
+        if at.exists():
+            if not at.is_dir():
+                what = "is a file" if at == path else f"lies under the file {at}"
+                raise UsageError(f"--out {url} {what}, not a folder: give a folder (it is created when "
+                                 "missing) or an fsspec URL.")
+            return
+
+
 def _cmd_solve(args) -> int:
     from .cluster import connect
     from .plan import make_plan
@@ -112,9 +169,11 @@ def _cmd_solve(args) -> int:
     from .tasks import Job
     from .variant import Variant
 
+    # Every argument is checked here, before a cluster starts or anything is written.
     config, args.out, storage_options = _config_and_output(args, args.out)
     variant = Variant(args.stones, args.pits)
     plan = make_plan(variant, args.min_captured)
+    _check_output_folder(args.out)
     job = Job(url=args.out, variant=variant, storage_options=storage_options,
               method=args.method, dtz=args.dtz)
 
@@ -125,6 +184,7 @@ def _cmd_solve(args) -> int:
         f"{variant.describe()} game into {redact(args.out)}")
     in_process = args.out.startswith("memory://")
     dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
+    _library_logs(args)
     with connect(args.scheduler, args.workers, args.threads_per_worker, in_process,
                  cluster=args.cluster, config=config, log=log, dashboard_address=dashboard) as client:
         progress = Tee(view, _dashboard_page(client, log, dashboard))
@@ -209,15 +269,15 @@ def _verify_parser(sub):
                         "default: storage url of --config")
     p.add_argument("--storage-options", default=None, metavar="JSON",
                    help="fsspec storage options for URL, as a JSON object")
-    p.add_argument("--min-captured", type=int, default=0, metavar="M",
+    p.add_argument("--min-captured", type=_at_least_zero, default=0, metavar="M",
                    help="only the layers with k1 + k2 >= M")
-    p.add_argument("--sample", type=int, default=None, metavar="N",
+    p.add_argument("--sample", type=_at_least_one, default=None, metavar="N",
                    help="check N random positions per layer, reading only the blocks they need "
                         "(a quick look at a huge tablebase, not a proof)")
     p.add_argument("--seed", type=int, default=None, help="random seed for --sample (default: a new one, shown)")
     p.add_argument("--wdl-only", action="store_true",
                    help="ignore distance tables: check win/draw/loss only (consistency, not proof)")
-    p.add_argument("--chunk-size", type=int, default=None, metavar="POSITIONS",
+    p.add_argument("--chunk-size", type=_at_least_one, default=None, metavar="POSITIONS",
                    help="positions per check task (default 8,388,608)")
     _cluster_args(p)
     p.add_argument("--stones", type=int, default=None,
@@ -242,6 +302,7 @@ def _cmd_verify(args) -> int:
     chunk_size = DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     check_options(found.variant, args.min_captured, args.sample, chunk_size)
     seed = args.seed if args.seed is not None else new_seed()
+    _library_logs(args)
     with connect(args.scheduler, args.workers, args.threads_per_worker, args.url.startswith("memory://"),
                  cluster=args.cluster, config=config) as client:
         report = verify(client, args.url, options, min_captured=args.min_captured, sample=args.sample,
@@ -254,6 +315,31 @@ def _cmd_verify(args) -> int:
     print(report["summary"], file=out, flush=True)
     if args.json:
         print(json.dumps(report))
+    return 0 if report["passed"] else 1
+
+
+def _checksums_parser(sub):
+    p = sub.add_parser("checksums", help="write the checksum files of a tablebase that has none "
+                       "(from a copy you trust), or check the ones it has")
+    p.add_argument("url", metavar="URL", help="tablebase: folder or fsspec URL (file://, s3://, memory://)")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+    p.add_argument("--rewrite", action="store_true",
+                   help="replace checksum files that do not match the layer files (after the files changed)")
+    p.add_argument("--threads", type=_at_least_one, default=None,
+                   help="files read and hashed at once (default: CPU count)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+
+def _cmd_checksums(args) -> int:
+    from .sidecars import format_checksums_report, write_checksums
+
+    report = write_checksums(args.url, _storage_options(args.storage_options), rewrite=args.rewrite,
+                             threads=args.threads, log=None if args.json else print)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(format_checksums_report(report))
     return 0 if report["passed"] else 1
 
 
@@ -273,20 +359,40 @@ def _cmd_status(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def parse(argv=None) -> argparse.Namespace:
+    """The command and its arguments. Options may come anywhere among a command's
+    positional arguments (`probe URL --json K1 K2 ...`); a bare `bestemshe-dist`
+    lists the commands."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        parser.print_help()
+        parser.exit(0)
+    command = parser.commands.get(argv[0])
+    if command is None:
+        return parser.parse_args(argv)      # --help, --version, or one line naming the bad command
+    args = command.parse_intermixed_args(argv[1:])
+    args.command = argv[0]
+    return args
+
+
+COMMANDS = {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status, "probe": _cmd_probe,
+            "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
     try:
-        return {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status,
-                "probe": _cmd_probe, "play": _cmd_play, "verify": _cmd_verify}[args.command](args)
+        return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"bestemshe-dist {args.command}: {exc}", file=sys.stderr)
         return 2
     except BestemsheError as exc:
-        print(f"bestemshe-dist {args.command}: {exc}", file=sys.stderr)
+        print(f"bestemshe-dist {args.command}: {exc}{_see(getattr(args, 'log_file', None))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"bestemshe-dist {args.command}: interrupted.", file=sys.stderr)
+        print(f"bestemshe-dist {args.command}: interrupted; run the same command again to resume"
+              if args.command == "solve" else f"bestemshe-dist {args.command}: interrupted.", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`... | head`): stop quietly, as other tools do.
@@ -294,6 +400,21 @@ def main(argv=None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _library_logs(args) -> None:
+    """Once the arguments are checked and a cluster is about to start: the libraries'
+    log records go to a file (logs.py), named in the error line if a failure follows."""
+    from .logs import route_library_logs
+
+    args.log_file = route_library_logs(args.command)
+
+
+def _see(log_file) -> str:
+    """Where the libraries' messages went, when they wrote any."""
+    if log_file is not None and log_file.exists() and log_file.stat().st_size:
+        return f" (library messages: {log_file})"
+    return ""
 
 
 if __name__ == "__main__":

@@ -240,6 +240,9 @@ def local_cluster_kwargs(config=None, workers=None, threads_per_worker=None, in_
         dashboard_address=_dashboard(dashboard_address, section),
         silence_logs=logging.ERROR,
     )
+    if not in_process:
+        # Worker processes ignore Ctrl-C (the driver stops them) and log to the solve's log file.
+        kwargs["preload"] = ["bestemshe_dist.logs"]
     if kwargs["dashboard_address"] is None:
         # No dashboard; the scheduler's small HTTP server (/health) stays on loopback.
         kwargs["scheduler_kwargs"] = {"dashboard_address": _NO_DASHBOARD_HTTP}

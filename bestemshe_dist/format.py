@@ -188,8 +188,14 @@ def frame_sizes(offsets) -> np.ndarray:
     return np.diff(np.asarray(offsets, dtype=np.int64))
 
 
-def decode_block(frame: bytes, name: str, index: int) -> bytes:
-    """The BLOCK_BYTES raw bytes of one frame; output is bounded before anything is allocated."""
+def decode_block(frame: bytes, name: str, index: int, needed: int = BLOCK_BYTES) -> bytes:
+    """The first `needed` raw bytes of a block (all BLOCK_BYTES by default).
+
+    The frame must record a content size of 4 MiB; output is bounded before
+    anything is allocated. A whole block is decompressed in one call, which also
+    refuses data past the frame; a prefix (the bytes of a small layer, or of the
+    last block before its padding) is streamed out and the rest never inflated.
+    """
     bad = f"{name}: block {index} is not a valid Zstandard frame of 4 MiB"
     try:
         size = zstandard.get_frame_parameters(frame).content_size
@@ -199,24 +205,44 @@ def decode_block(frame: bytes, name: str, index: int) -> bytes:
         shown = "not recorded" if size == zstandard.CONTENTSIZE_UNKNOWN else f"{size} bytes"
         raise FormatError(f"{bad} (its content size is {shown}).")
     try:
-        # No extra data allowed: the frame must fill its offsets range exactly.
-        raw = _decompressor().decompress(frame, max_output_size=BLOCK_BYTES, allow_extra_data=False)
+        if needed >= BLOCK_BYTES:
+            # No extra data allowed: the frame must fill its offsets range exactly.
+            raw = _decompressor().decompress(frame, max_output_size=BLOCK_BYTES, allow_extra_data=False)
+        else:
+            parts, got = [], 0
+            with _decompressor().stream_reader(frame, read_across_frames=False) as reader:
+                while got < needed:
+                    part = reader.read(needed - got)
+                    if not part:
+                        break
+                    parts.append(part)
+                    got += len(part)
+            raw = b"".join(parts)
     except zstandard.ZstdError as e:
         raise FormatError(f"{bad} ({e}).") from None
-    if len(raw) != BLOCK_BYTES:
+    if len(raw) != min(needed, BLOCK_BYTES):
         raise FormatError(f"{bad} (it decompresses to {len(raw)} bytes).")
     return raw
 
 
-def decode_file(data: bytes, name: str, nbits: int | None = None) -> np.ndarray:
-    """The raw bitset of a whole file: bitset_bytes(nbits) bytes, or every block when nbits is None."""
+def decode_file(data: bytes, name: str, nbits: int | None = None, sums=None) -> np.ndarray:
+    """The raw bitset of a whole file: bitset_bytes(nbits) bytes, or every block when nbits is None.
+
+    `sums` (a checksums.FileSums) checks the header and each frame before it is
+    decoded, so no bit of a damaged block is ever used.
+    """
     view = memoryview(data).cast("B")
+    if sums is not None:
+        sums.check_header(view, len(view), name)
     offsets = parse_header(view, len(view), name, nbits)
     num_blocks = len(offsets) - 1
     total = bitset_bytes(nbits) if nbits is not None else num_blocks * BLOCK_BYTES
     out = np.empty(total, dtype=np.uint8)
     for b in range(num_blocks):
-        raw = decode_block(view[offsets[b] : offsets[b + 1]], name, b)
+        frame = view[offsets[b] : offsets[b + 1]]
+        if sums is not None:
+            sums.check_frame(b, frame, name)
+        raw = decode_block(frame, name, b)
         start = b * BLOCK_BYTES
         n = min(BLOCK_BYTES, total - start)
         out[start : start + n] = np.frombuffer(raw, dtype=np.uint8, count=n)

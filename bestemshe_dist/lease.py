@@ -32,6 +32,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def stale_reason(holder: dict, now: float | None = None, host: str | None = None) -> str | None:
+    """Why a lease record no longer holds (its process is gone from this host, or
+    it was not renewed in time), or None while its solve may still be running."""
+    host = socket.gethostname() if host is None else host
+    try:
+        pid, renewed = int(holder.get("pid", -1)), float(holder.get("renewed", 0))
+    except (TypeError, ValueError):
+        return "its record is unreadable"
+    if holder.get("host") == host and not _alive(pid):
+        return f"process {pid} on this host is gone"
+    age = (time.time() if now is None else now) - renewed
+    if age > STALE_SECONDS:
+        return f"it was last renewed {age:.0f}s ago (a live solve renews it every {RENEW_SECONDS:.0f}s)"
+    return None
+
+
 class Lease:
     def __init__(self, store: Store):
         self.store = store
@@ -53,9 +69,7 @@ class Lease:
             return None
 
     def _stale(self, holder: dict) -> bool:
-        if holder.get("host") == self.host and not _alive(int(holder.get("pid", -1))):
-            return True
-        return time.time() - float(holder.get("renewed", 0)) > STALE_SECONDS
+        return stale_reason(holder, host=self.host) is not None
 
     def acquire(self) -> None:
         holder = self._holder()

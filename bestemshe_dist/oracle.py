@@ -6,8 +6,13 @@
 A probe reads one block per file it needs through fsspec ranged reads (local
 files, s3://, http(s)://): each file's header once (cached), then only the
 Zstandard frame that holds the position (SPEC.md, "The file format"), kept
-decompressed in a least-recently-used cache bounded in bytes. Probes from several
-threads at once are safe; two threads needing the same block fetch it once.
+decompressed in a least-recently-used cache bounded in bytes (blocks.py). Probes
+from several threads at once are safe; two threads needing the same block fetch
+it once. Every block is checked against its layer's checksums before it is used
+(checksums.py); a tablebase without them answers, but `verified` says so. What
+the oracle shows a person (analyse, best_move, the probe report, play) is also
+checked against the position's own moves: a stored value its children
+contradict is a FormatError naming the block, never an answer.
 
 The variant comes from the folder's manifest.json; a folder without one (the
 published dataset is a bare folder of .bin files) is the 50-stone game with
@@ -17,19 +22,15 @@ lists them. The rank is the index inside the layer's own file: no offset for k1
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from concurrent.futures import Future
 from dataclasses import dataclass
-
-import numpy as np
-import zstandard
 
 from . import format as fmt
 from . import rules
+from .blocks import LayerReader
+from .checksums import HASH
 from .errors import FormatError, StoreError
 from .position import Position
-from .store import Store, manifest_key
+from .store import Store, find_tablebase
 from .tables import layer_file_name
 from .variant import Variant
 
@@ -83,12 +84,6 @@ class Choice:
         return self.move.pit
 
 
-@dataclass
-class _File:
-    name: str
-    offsets: np.ndarray
-
-
 class Tablebase:
     """A tablebase at any fsspec URL, read a block at a time (see the module doc)."""
 
@@ -96,27 +91,16 @@ class Tablebase:
                  cache_bytes: int = DEFAULT_CACHE_BYTES):
         self.store = Store(url, storage_options)
         self.url = self.store.shown
-        if self.store.local and not self.store.fs.isdir(self.store.root or "."):
-            raise StoreError(f"cannot open {self.url}: it is not a folder.")
-        self.manifest = self.store.read_manifest()
+        self.manifest = find_tablebase(self.store)
         if self.manifest is None:
             self.variant = PUBLISHED
-            self._entries = None
         else:
             try:
                 self.variant = Variant(**self.manifest["variant"])
             except Exception:
                 raise StoreError(f"{self.url}/manifest.json names no valid variant.") from None
-            self._entries = self.manifest["layers"]
         self.cache_bytes = int(cache_bytes)
-        self._lock = threading.Lock()
-        self._files: dict[str, _File] = {}
-        self._blocks: OrderedDict = OrderedDict()
-        self._block_bytes = 0
-        self._pending: dict = {}
-        self.requests = 0           # ranged reads of layer files
-        self.bytes_fetched = 0      # bytes they returned
-        self.cache_hits = 0
+        self.reader = LayerReader(self.store, self.manifest, self.cache_bytes)
 
     @classmethod
     def open(cls, url: str, storage_options: dict | None = None, **kwargs) -> "Tablebase":
@@ -131,25 +115,32 @@ class Tablebase:
         return Position.parse(values, self.variant)
 
     def has_distances(self, k1: int, k2: int) -> bool:
-        return self._dtz_width(k1, k2) is not None
+        return self.reader.dtz_width(k1, k2) is not None
+
+    def verified(self, k1: int, k2: int) -> bool:
+        """Whether the layer's blocks are checked against checksums (else its answers
+        are unverified: a tablebase without checksum files, see `bestemshe-dist checksums`)."""
+        return self.reader.verified(k1, k2)
 
     # -- queries ------------------------------------------------------------------
     def probe(self, position) -> Probe:
+        """The stored value (and distance) of one position: its own blocks only, each
+        checked against its checksum where the layer has them."""
         pos = self.position(position)
         k1, k2 = pos.layer
         index = pos.rank()
         npos = self.variant.layer_size(k1, k2)
-        if self._bit(k1, k2, "win", npos, index):
+        if self.reader.bit(k1, k2, "win", npos, index):
             value = WIN
-        elif self._bit(k1, k2, "draw", npos, index):
+        elif self.reader.bit(k1, k2, "draw", npos, index):
             value = DRAW
         else:
             value = LOSS
         dtz = None
         if value != DRAW:
-            width = self._dtz_width(k1, k2)
+            width = self.reader.dtz_width(k1, k2)
             if width is not None:
-                dtz = self._distance(k1, k2, width, npos, index)
+                dtz = self.reader.distance(k1, k2, width, npos, index)
         return Probe(value, dtz)
 
     def moves(self, position) -> list[Move]:
@@ -176,6 +167,33 @@ class Tablebase:
             out.append(Move(pit, pos.pits[pit], captured, False, child, value, dtz, seen.dtz))
         return out
 
+    def analyse(self, position) -> "Analysis":
+        """The position's stored value and every move, checked against each other: a
+        value its own moves contradict means a damaged block (here or in a child's),
+        and is a FormatError naming the position's block, never an answer."""
+        pos = self.position(position)
+        seen = self.probe(pos)
+        moves = self.moves(pos)
+        expected = _value_of(moves)
+        k1, k2 = pos.layer
+        where = problem = None
+        if seen.value != expected:
+            block = pos.rank() // fmt.BLOCK_BITS
+            where = f"{self.url}/{layer_file_name(k1, k2, 'win')} block {block} (or the draw file's)"
+            problem = f"is stored as {seen.value} but its moves say {expected}"
+        elif seen.dtz is not None and all(m.dtz is not None for m in moves if m.value == seen.value):
+            want = _distance_of(seen.value, moves)
+            if want is not None and seen.dtz != want:
+                block = pos.rank() * self.reader.dtz_width(k1, k2) // fmt.BLOCK_BYTES
+                where = f"{self.url}/{layer_file_name(k1, k2, 'dtz')} block {block}"
+                problem = f"is stored as {seen.value} in {plies(seen.dtz)} but its moves say {plies(want)}"
+        if problem:
+            raise FormatError(f"{where}: position {pos} {problem}, so that block or a block of one of its "
+                              "children is damaged; no value is given.")
+        layers = {pos.layer} | {m.child.layer for m in moves if m.child is not None}
+        return Analysis(pos, seen, moves, all(self.verified(*layer) for layer in layers),
+                        self.has_distances(*pos.layer))
+
     def best_move(self, position) -> Choice | None:
         """A move that keeps the position's value; None when the mover has no move.
 
@@ -183,14 +201,64 @@ class Tablebase:
         loss (a capture or a game end counts as one ply and starts a new count), so
         play makes progress and a won game is won. Without them: a game-ending move,
         then the largest capture into a won position, then any value-preserving move;
-        a won game is then not guaranteed to be converted.
+        a won game is then not guaranteed to be converted. The position's value is
+        checked against its moves first (analyse).
         """
-        pos = self.position(position)
-        moves = self.moves(pos)
+        return self.analyse(position).best_move()
+
+    # -- reads (for tests and benchmarks) ---------------------------------------------
+    @property
+    def requests(self) -> int:
+        """Reads of layer files and their checksum files."""
+        return self.reader.requests
+
+    @property
+    def bytes_fetched(self) -> int:
+        return self.reader.bytes_fetched
+
+    @property
+    def cached_bytes(self) -> int:
+        return self.reader.cached_bytes
+
+    def stats(self) -> dict:
+        return self.reader.stats()
+
+
+_RANK = {WIN: 0, DRAW: 1, LOSS: 2}
+
+
+def _value_of(moves: list) -> str:
+    """The value the moves give the mover: a win if any wins, else a draw if any
+    draws, else a loss (also with no move)."""
+    return min((m.value for m in moves), key=_RANK.__getitem__, default=LOSS)
+
+
+def _distance_of(value: str, moves: list) -> int | None:
+    """What the mover's distance must be: the shortest win, or the longest loss (0
+    with no move); None for a draw."""
+    if value == WIN:
+        return min(m.dtz for m in moves if m.value == WIN)
+    if value == LOSS:
+        return max((m.dtz for m in moves), default=0)
+    return None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A position's value and moves, consistent with each other; `verified`: every
+    block read for them was checked against a checksum."""
+
+    position: Position
+    probe: Probe
+    moves: list
+    verified: bool
+    distances: bool         # the position's layer has a distance table
+
+    def best_move(self) -> Choice | None:
+        moves = self.moves
         if not moves:
             return None
-        rank = {WIN: 0, DRAW: 1, LOSS: 2}
-        value = min((m.value for m in moves), key=rank.__getitem__)
+        value = _value_of(moves)
         keep = [m for m in moves if m.value == value]
         timed = value != DRAW and all(m.dtz is not None for m in keep)
         if value == WIN:
@@ -210,165 +278,7 @@ class Tablebase:
             best = min(keep, key=lambda m: (-m.captured, m.pit))
             return Choice(best, False, "every move loses; without distance tables the longest loss is unknown")
         best = min(keep, key=lambda m: (-m.captured, m.pit))
-        return Choice(best, self.has_distances(pos.k1, pos.k2), "keeps the draw")
-
-    # -- the files --------------------------------------------------------------------
-    def _entry(self, k1: int, k2: int, kind: str) -> dict | None:
-        """The manifest entry of a layer; a layer it lacks is a missing file."""
-        if self._entries is None:
-            return None
-        entry = self._entries.get(manifest_key(k1, k2))
-        if entry is None:
-            raise StoreError(
-                f"{self.url}/{layer_file_name(k1, k2, kind)} is missing: layer {k1}_{k2} "
-                f"is not in this tablebase (its manifest lists {len(self._entries)} layers)."
-            )
-        return entry
-
-    def _dtz_width(self, k1: int, k2: int) -> int | None:
-        entry = self._entries.get(manifest_key(k1, k2)) if self._entries is not None else None
-        if not entry or not isinstance(entry.get("dtz"), dict):
-            return None
-        return int(entry["dtz"]["bytes_per_position"])
-
-    def _bit(self, k1, k2, kind, npos, index) -> int:
-        raw = self._block(k1, k2, kind, npos, index // fmt.BLOCK_BITS)
-        offset = index % fmt.BLOCK_BITS
-        return (raw[offset >> 3] >> (offset & 7)) & 1
-
-    def _distance(self, k1, k2, width, npos, index) -> int:
-        at = index * width          # width 1 or 2 divides BLOCK_BYTES: never split
-        raw = self._block(k1, k2, "dtz", npos, at // fmt.BLOCK_BYTES, width)
-        offset = at % fmt.BLOCK_BYTES
-        return int.from_bytes(raw[offset:offset + width], "little")
-
-    def _block(self, k1, k2, kind, npos, block, width=None) -> bytes:
-        name = layer_file_name(k1, k2, kind)
-        return self._once(("block", name, block),
-                          lambda: self._load_block(k1, k2, kind, npos, block, width))
-
-    def _load_block(self, k1, k2, kind, npos, block, width) -> bytes:
-        name = layer_file_name(k1, k2, kind)
-        info = self._once(("file", name), lambda: self._load_header(k1, k2, kind, npos, width))
-        start, end = int(info.offsets[block]), int(info.offsets[block + 1])
-        frame = self._read(name, start, end)
-        # Only the bytes that hold positions: the rest of a layer's last block is padding,
-        # and a small layer's whole table is a few bytes of its one 4 MiB block.
-        nbytes = fmt.bitset_bytes(npos if kind != "dtz" else 8 * width * npos)
-        return _decode_prefix(frame, self._shown(name), block, min(fmt.BLOCK_BYTES, nbytes - block * fmt.BLOCK_BYTES))
-
-    def _load_header(self, k1, k2, kind, npos, width) -> _File:
-        name = layer_file_name(k1, k2, kind)
-        entry = self._entry(k1, k2, kind)
-        nbits = npos if kind != "dtz" else 8 * width * npos
-        if entry is not None and isinstance(entry.get("bytes"), dict) and kind in entry["bytes"]:
-            size = int(entry["bytes"][kind])
-        else:
-            size = self.store.size(name)
-        # The block count follows from the layer's size, so the whole header is one read.
-        hsize = fmt.header_size(fmt.blocks_for_bits(nbits))
-        head = self._read(name, 0, min(size, hsize))
-        return _File(name, fmt.parse_header(head, size, self._shown(name), nbits))
-
-    def _read(self, name: str, start: int, end: int) -> bytes:
-        """Bytes start..end of a file, through fsspec's ranged read."""
-        data = self.store.read_range(name, start, end)
-        if len(data) != end - start:
-            if start > 0 and len(data) >= end:
-                data = data[start:end]      # a server that ignores Range sends the whole file
-            else:
-                raise FormatError(
-                    f"{self._shown(name)}: file is cut short, bytes {start}..{end} are past its end "
-                    f"(read {len(data)} of {end - start})."
-                )
-        with self._lock:
-            self.requests += 1
-            self.bytes_fetched += len(data)
-        return data
-
-    def _shown(self, name: str) -> str:
-        return f"{self.url}/{name}"
-
-    # -- the caches ----------------------------------------------------------------------
-    def _once(self, key, load):
-        """The cached value of `key`, loading it in one thread only."""
-        with self._lock:
-            if key in self._files:
-                return self._files[key]
-            if key in self._blocks:
-                self._blocks.move_to_end(key)
-                self.cache_hits += 1
-                return self._blocks[key]
-            future = self._pending.get(key)
-            owner = future is None
-            if owner:
-                future = self._pending[key] = Future()
-        if not owner:
-            return future.result()
-        try:
-            value = load()
-        except BaseException as exc:
-            with self._lock:
-                del self._pending[key]
-            future.set_exception(exc)
-            raise
-        with self._lock:
-            del self._pending[key]
-            if key[0] == "file":
-                self._files[key] = value
-            else:
-                self._blocks[key] = value
-                self._block_bytes += len(value)
-                while self._block_bytes > self.cache_bytes and self._blocks:
-                    _, old = self._blocks.popitem(last=False)
-                    self._block_bytes -= len(old)
-        future.set_result(value)
-        return value
-
-    @property
-    def cached_bytes(self) -> int:
-        return self._block_bytes
-
-    def stats(self) -> dict:
-        with self._lock:
-            return {"requests": self.requests, "bytes_fetched": self.bytes_fetched,
-                    "cache_hits": self.cache_hits, "cached_blocks": len(self._blocks),
-                    "cached_bytes": self._block_bytes}
-
-
-_local = threading.local()
-
-
-def _decode_prefix(frame: bytes, name: str, index: int, needed: int) -> bytes:
-    """The first `needed` bytes of a block: the whole block through format.decode_block
-    (every check), or a prefix streamed out of a frame whose header is checked."""
-    if needed >= fmt.BLOCK_BYTES:
-        return fmt.decode_block(frame, name, index)
-    bad = f"{name}: block {index} is not a valid Zstandard frame of 4 MiB"
-    try:
-        size = zstandard.get_frame_parameters(frame).content_size
-    except zstandard.ZstdError as e:
-        raise FormatError(f"{bad} ({e}).") from None
-    if size != fmt.BLOCK_BYTES:
-        shown = "not recorded" if size == zstandard.CONTENTSIZE_UNKNOWN else f"{size} bytes"
-        raise FormatError(f"{bad} (its content size is {shown}).")
-    dctx = getattr(_local, "dctx", None)
-    if dctx is None:
-        dctx = _local.dctx = zstandard.ZstdDecompressor()
-    parts, got = [], 0
-    try:
-        with dctx.stream_reader(frame, read_across_frames=False) as reader:
-            while got < needed:
-                part = reader.read(needed - got)
-                if not part:
-                    break
-                parts.append(part)
-                got += len(part)
-    except zstandard.ZstdError as e:
-        raise FormatError(f"{bad} ({e}).") from None
-    if got < needed:
-        raise FormatError(f"{bad} (it decompresses to {got} bytes).")
-    return b"".join(parts)
+        return Choice(best, self.distances, "keeps the draw")
 
 
 def plies(n: int) -> str:
@@ -377,11 +287,12 @@ def plies(n: int) -> str:
 
 # -- what `bestemshe-dist probe` prints ---------------------------------------------------
 def report(tb: Tablebase, position) -> dict:
-    """A position's value, distance, every move and the best move, as plain JSON data."""
-    pos = tb.position(position)
-    seen = tb.probe(pos)
-    moves = tb.moves(pos)
-    choice = tb.best_move(pos)
+    """A position's value, distance, every move and the best move, as plain JSON data.
+    Pits are 0-based indexes into the mover's row here (`pit`, `best_move`); the
+    text of format_report numbers them 1..pits, as `play` does."""
+    found = tb.analyse(position)
+    pos, seen, moves = found.position, found.probe, found.moves
+    choice = found.best_move()
     return {
         "position": str(pos),
         "variant": tb.variant.as_dict(),
@@ -389,7 +300,9 @@ def report(tb: Tablebase, position) -> dict:
         "rank": pos.rank(),
         "value": seen.value,
         "dtz": seen.dtz,
-        "distances": tb.has_distances(pos.k1, pos.k2),
+        "distances": found.distances,
+        "verified": found.verified,
+        "checksums": HASH if found.verified else None,
         "moves": [{
             "pit": m.pit, "stones": m.stones, "captured": m.captured, "ends_game": m.ends_game,
             "child": str(m.child) if m.child is not None else None,
@@ -403,6 +316,10 @@ def report(tb: Tablebase, position) -> dict:
 
 def _value_text(value: str, dtz) -> str:
     return value if dtz is None else f"{value} in {plies(dtz)}"
+
+
+UNVERIFIED = ("unverified: this tablebase has no checksums for the layers read, so a damaged block could "
+              "go unnoticed (bestemshe-dist checksums URL writes them from a copy you trust)")
 
 
 def format_report(data: dict) -> str:
@@ -419,7 +336,9 @@ def format_report(data: dict) -> str:
         what = "ends the game" if m["ends_game"] else f"-> {m['child']}"
         took = f", captures {m['captured']}" if m["captured"] else ""
         stones = f"{m['stones']} stone" + ("s" if m["stones"] != 1 else "")
-        lines.append(f"  pit {m['pit']}  {_value_text(m['value'], m['dtz']):<16} {what}   ({stones}{took})")
+        lines.append(f"  pit {m['pit'] + 1}  {_value_text(m['value'], m['dtz']):<16} {what}   ({stones}{took})")
     if data["best_move"] is not None:
-        lines.append(f"best      pit {data['best_move']}: {data['best_move_reason']}")
+        lines.append(f"best      pit {data['best_move'] + 1}: {data['best_move_reason']}")
+    lines.append(f"checked   every block read matched its checksum ({data['checksums']})" if data["verified"]
+                 else f"checked   {UNVERIFIED}")
     return "\n".join(lines)

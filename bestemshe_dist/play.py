@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 
 from . import rules
-from .oracle import DRAW, LOSS, WIN, Tablebase, plies
+from .oracle import DRAW, LOSS, UNVERIFIED, WIN, Tablebase, plies
 from .position import Position
 
 _ORDER = {LOSS: 0, DRAW: 1, WIN: 2}
@@ -159,15 +159,19 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
     say(f"Bestemshe, {tb.variant.describe()}, against the tablebase at {tb.url}.")
     say(f"You move {'first' if human_first else 'second'}. Type a pit number 1..{p}, h for the value "
         "of each move, q to quit.")
+    warned = False
     while True:
-        pos = game.position()
-        moves = tb.moves(pos)
+        found = tb.analyse(game.position())    # the value checked against its moves first
+        moves = found.moves
+        if not found.verified and not warned:
+            say(f"Note: {UNVERIFIED}.")
+            warned = True
         if not moves:
             if game.human_to_move:
                 return finish("oracle", "you have no stone to sow, so the oracle wins.")
             return finish("you", "the oracle has no stone to sow, so you win.")
         if game.human_to_move:
-            before = tb.probe(pos)
+            before = found.probe
             say()
             say(game.render())
             say(f"Tablebase: {_outlook(before.value, before.dtz)}.   Moves: {game.move_list()}")
@@ -181,7 +185,7 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
             if won:
                 return won_by("you")
         else:
-            choice = tb.best_move(pos)
+            choice = found.best_move()
             captured, won = game.play(choice.pit)
             took = f", capturing {captured}" if captured else ""
             say(f"The oracle sows its pit {choice.pit + 1}{took} ({choice.reason}).")

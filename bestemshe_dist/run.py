@@ -109,11 +109,16 @@ class Driver:
         futures = {layer: self.client.submit(check_layer_task, self.job, layer, entry,
                                              key=f"check-{layer[0]}-{layer[1]}", pure=False)
                    for layer, entry in candidates.items()}
-        intact = {layer: candidates[layer] for layer, ok in
-                  zip(futures, self.client.gather(list(futures.values()))) if ok}
+        intact = {layer: entry for layer, entry in
+                  zip(futures, self.client.gather(list(futures.values()))) if entry}
         for layer in set(candidates) - set(intact):
             self.log(f"layer {layer[0]}_{layer[1]} does not match the manifest: solving it again")
             del self.manifest["layers"][manifest_key(*layer)]
+        upgraded = [layer for layer in intact if intact[layer] != candidates[layer]]
+        if upgraded:  # checksums written for layers published without them
+            for layer in upgraded:
+                self.manifest["layers"][manifest_key(*layer)] = intact[layer]
+            self.store.write_manifest(self.manifest)
         return intact
 
     # -- a small pair: two static steps ------------------------------------------------

@@ -12,9 +12,9 @@ import json
 import time
 
 from .errors import StoreError
-from .lease import LEASE
+from .lease import LEASE, stale_reason
 from .plan import make_plan
-from .store import SOLVE_RECORD, Store, completed_rounds, manifest_key, pair_prefix, read_json
+from .store import SOLVE_RECORD, Store, completed_rounds, find_tablebase, manifest_key, pair_prefix, read_json
 from .variant import Variant
 
 SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
@@ -29,9 +29,10 @@ def _pair_dirs(store: Store) -> list:
 
 def tablebase_status(url: str, storage_options: dict | None = None, now: float | None = None) -> dict:
     store = Store(url, storage_options)
-    manifest = store.read_manifest()
+    manifest = find_tablebase(store)
     if manifest is None:
-        raise StoreError(f"{store.shown} holds no manifest.json: no solve has written there.")
+        raise StoreError(f"{store.shown} holds layer files but no manifest.json, so no solve of this tool "
+                         "wrote there; `bestemshe-dist verify` checks such a tablebase.")
     variant = Variant(**manifest["variant"])
     record = read_json(store, SOLVE_RECORD) if store.exists(SOLVE_RECORD) else None
     min_captured = record.get("min_captured", 0) if record else 0
@@ -83,10 +84,13 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
     if store.exists(LEASE):
         try:
             holder = json.loads(store.read_bytes(LEASE))
-            lease = {"host": holder.get("host"), "pid": holder.get("pid"),
+            stale = stale_reason(holder, now)
+            lease = {"host": holder.get("host"), "pid": holder.get("pid"), "held": stale is None,
+                     "stale_reason": stale,
                      "renewed_seconds_ago": round((now or time.time()) - float(holder.get("renewed", 0)), 1)}
-        except (ValueError, TypeError):
-            lease = {"host": None, "pid": None, "renewed_seconds_ago": None}
+        except (ValueError, TypeError, AttributeError):
+            lease = {"host": None, "pid": None, "held": False, "stale_reason": "its record is unreadable",
+                     "renewed_seconds_ago": None}
     return {
         "url": store.shown, "variant": variant.as_dict(), "min_captured": min_captured,
         "kazans": list(variant.kazans), "layers": layers,
@@ -153,7 +157,10 @@ def format_status(status: dict) -> str:
     else:
         lines.append("in progress: no pair")
     lease = status["lease"]
-    if lease:
+    if lease and lease["held"]:
         lines.append(f"a solve holds the lease: host {lease['host']}, pid {lease['pid']}, "
                      f"renewed {lease['renewed_seconds_ago']}s ago")
+    elif lease:
+        lines.append(f"no solve is running: the lease left by pid {lease['pid']} on host {lease['host']} is "
+                     f"stale, as {lease['stale_reason']}; the next solve takes it over")
     return "\n".join(lines)

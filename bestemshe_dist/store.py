@@ -14,7 +14,6 @@ import uuid
 import fsspec
 
 from .errors import StoreError
-from .tables import decode_layer, layer_file_name
 from .variant import Variant
 
 PRIVATE = ".bestemshe"
@@ -78,6 +77,14 @@ class Store:
     def read_bytes(self, name: str) -> bytes:
         with self._io("read", name):
             return self.fs.cat_file(self.path(name))
+
+    def read_optional(self, name: str) -> bytes | None:
+        """The whole file, or None when there is no such file (any other fault is one)."""
+        with self._io("read", name):
+            try:
+                return self.fs.cat_file(self.path(name))
+            except FileNotFoundError:
+                return None
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
         """Bytes start..end of a file (one ranged read: a block, a header)."""
@@ -146,12 +153,25 @@ class Store:
             )
         return manifest
 
-    # -- layers -------------------------------------------------------------------
-    def read_layer_codes(self, variant: Variant, k1: int, k2: int):
-        npos = variant.layer_size(k1, k2)
-        win = self.read_bytes(layer_file_name(k1, k2, "win"))
-        draw = self.read_bytes(layer_file_name(k1, k2, "draw"))
-        return decode_layer(win, draw, npos, k1, k2)
+
+def no_tablebase(store: Store) -> StoreError:
+    """The one message every command gives for a URL that holds no tablebase."""
+    return StoreError(f"{store.shown} holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin "
+                      "files are there.")
+
+
+def find_tablebase(store: Store) -> dict | None:
+    """The tablebase's manifest, or None for a bare folder of layer files (the
+    published dataset). A URL that holds neither is no_tablebase(store). Over
+    http(s), which cannot list a folder, a URL without a manifest is taken as a
+    bare folder, and a missing layer file says so when it is needed."""
+    if store.local and not store.fs.isdir(store.root or "."):
+        raise no_tablebase(store)
+    manifest = store.read_manifest()
+    if manifest is None and not {"http", "https"} & set(_protocols(store.fs)):
+        if not store.list_names("layer_*_*_win.bin"):
+            raise no_tablebase(store)
+    return manifest
 
 
 def new_manifest(variant: Variant) -> dict:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import format as fmt
 from . import kernels
+from .blocks import read_layer_codes
+from .cache import OnceCache, worker_memory_budget
+from .checksums import FileSums, LayerSums, manifest_record, sums_name
 from .pair import FRONTIER, Delta, PairState, solve_pair
 from .plan import PairPlan
 from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
@@ -43,70 +45,47 @@ class Job:
         return Store(self.url, self.storage_options)
 
 
-def staged_name(k1: int, k2: int, kind: str) -> str:
-    return f"{PRIVATE}/staging/{layer_file_name(k1, k2, kind)}"
+def staged(name: str) -> str:
+    """Where a small pair's task writes a file before its publish task moves it into place."""
+    return f"{PRIVATE}/staging/{name}"
 
 
-def _memory_limit() -> int | None:
-    try:
-        from distributed import get_worker
-        return get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        return None
+def write_layer_files(store: Store, layer: tuple, outputs: dict, place=lambda name: name):
+    """Write a layer's files (kind -> bytes), each whole, then its checksum sidecar,
+    at place(name). Returns ({kind: (bytes, sha256)}, the manifest's checksums record)."""
+    files, sums = {}, {}
+    for kind, data in outputs.items():
+        name = layer_file_name(*layer, kind)
+        store.write_bytes(place(name), data)
+        files[kind] = (len(data), hashlib.sha256(data).hexdigest())
+        sums[kind] = FileSums.of_file(data, name)
+    sidecar = LayerSums(tuple(layer), sums).to_bytes()
+    store.write_bytes(place(sums_name(*layer)), sidecar)
+    return files, manifest_record(LayerSums(tuple(layer), sums), sidecar)
 
 
 class LayerCache:
     """Dependency layers decoded once per worker process (2 bits per position),
-    shared by every task on it; least recently used dropped past a byte budget
-    (40% of the worker's memory limit), and dropped when the driver says no pair
-    needs them any more."""
+    every frame checked against its checksums, shared by every task on it; least
+    recently used dropped past the worker's budget, and dropped when the driver
+    says no pair needs them any more."""
 
     def __init__(self, budget_bytes: int | None = None):
-        self._lock = threading.Lock()
-        self._items: OrderedDict = OrderedDict()
-        self._loading: dict = {}
-        self.budget_bytes = budget_bytes
-
-    def _budget(self) -> int:
-        if self.budget_bytes is not None:
-            return self.budget_bytes
-        limit = _memory_limit()
-        return int(limit * 0.4) if limit else 4 << 30
+        self._cache = OnceCache(worker_memory_budget if budget_bytes is None else budget_bytes,
+                                keep_newest=True)
 
     def get(self, job: Job, layer: tuple, sha256: str | None):
-        key = (job.url, layer, sha256)
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            loading = self._loading.setdefault(key, threading.Lock())
-        with loading:  # one thread decodes; the others wait for its result
-            with self._lock:
-                if key in self._items:
-                    return self._items[key]
-            codes = job.store().read_layer_codes(job.variant, *layer)
-            with self._lock:
-                self._items[key] = codes
-                self._loading.pop(key, None)
-                self._evict()
-            return codes
-
-    def _evict(self) -> None:
-        budget = self._budget()
-        total = sum(c.nbytes for c in self._items.values())
-        while len(self._items) > 1 and total > budget:
-            _, codes = self._items.popitem(last=False)
-            total -= codes.nbytes
+        def load():
+            codes = read_layer_codes(job.store(), job.variant, *layer)
+            return codes, codes.nbytes
+        return self._cache.get((job.url, tuple(layer), sha256), load)
 
     def drop(self, url: str, layers) -> None:
         layers = {tuple(layer) for layer in layers}
-        with self._lock:
-            for key in [k for k in self._items if k[0] == url and k[1] in layers]:
-                del self._items[key]
+        self._cache.drop(lambda key: key[0] == url and key[1] in layers)
 
     def nbytes(self) -> int:
-        with self._lock:
-            return sum(c.nbytes for c in self._items.values())
+        return self._cache.nbytes
 
 
 LAYERS = LayerCache()
@@ -190,28 +169,26 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
     for k1, k2 in pair.layers:
         start = time.perf_counter()
         win, draw, counts = encode_layer(result.codes[(k1, k2)], pair.layer_size)
-        outputs = [("win", win), ("draw", draw)]
+        outputs = {"win": win, "draw": draw}
         max_dtz = None
         if job.dtz:
             max_dtz = int(result.dtz[(k1, k2)].max())
-            outputs.append(("dtz", encode_distances(result.dtz[(k1, k2)], distance_width(max_dtz))))
-        files = {}
-        for kind, data in outputs:
-            store.write_bytes(staged_name(k1, k2, kind), data)
-            files[kind] = (len(data), hashlib.sha256(data).hexdigest())
+            outputs["dtz"] = encode_distances(result.dtz[(k1, k2)], distance_width(max_dtz))
+        files, checksums = write_layer_files(store, (k1, k2), outputs, staged)
         entries[(k1, k2)] = layer_entry(
-            pair, (k1, k2), files, counts, result.rounds, result.evaluations, job.method,
+            pair, (k1, k2), files, checksums, counts, result.rounds, result.evaluations, job.method,
             result.seconds, time.perf_counter() - start, max_dtz)
     return entries
 
 
-def layer_entry(pair, layer, files, counts, rounds, evaluations, method, solve_s, publish_s,
+def layer_entry(pair, layer, files, checksums, counts, rounds, evaluations, method, solve_s, publish_s,
                 max_dtz=None) -> dict:
     wins, draws, losses = counts
     entry = {
         "k1": layer[0], "k2": layer[1], "pair": pair.key, "positions": pair.layer_size,
         "bytes": {kind: size for kind, (size, _) in files.items()},
         "sha256": {kind: digest for kind, (_, digest) in files.items()},
+        "checksums": checksums,     # the sidecar of every frame's checksum (checksums.py)
         "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
         "rounds": rounds, "evaluations": int(evaluations), "method": method,
         "solve_seconds": round(solve_s, 3), "publish_seconds": round(publish_s, 3),
@@ -228,8 +205,8 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     k1, k2 = layer
     store = job.store()
     entry = pair_entries[layer]
-    for kind in entry["bytes"]:
-        store.move(staged_name(k1, k2, kind), layer_file_name(k1, k2, kind))
+    for name in [layer_file_name(k1, k2, kind) for kind in entry["bytes"]] + [sums_name(k1, k2)]:
+        store.move(staged(name), name)   # the sidecar last: a file is never checked by a stale one
     return entry
 
 
@@ -310,7 +287,7 @@ def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rou
     start = time.perf_counter()
     store = job.store()
     parts = sorted(parts, key=lambda p: p["group"])
-    files = {}
+    outputs = {}
     for kind in ("win", "draw", "dtz"):
         frames = []
         for part in parts:
@@ -321,31 +298,44 @@ def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rou
             for size in part["sizes"][kind]:
                 frames.append(data[offset:offset + size])
                 offset += size
-        if not frames:
-            continue
-        data = fmt.build_file(frames)
-        store.write_bytes(layer_file_name(*layer, kind), data)
-        files[kind] = (len(data), hashlib.sha256(data).hexdigest())
+        if frames:
+            outputs[kind] = fmt.build_file(frames)
+    files, checksums = write_layer_files(store, layer, outputs)
     counts = np.sum([p["counts"] for p in parts if p["table"] == "bits"], axis=0)
     dtz_parts = [p["max"] for p in parts if p["table"] == "dtz"]
-    return layer_entry(pair, layer, files, counts, rounds, evaluations, job.method,
+    return layer_entry(pair, layer, files, checksums, counts, rounds, evaluations, job.method,
                        solve_seconds, time.perf_counter() - start,
                        max(dtz_parts) if dtz_parts else None)
 
 
 # -- upkeep ----------------------------------------------------------------------------
-def check_layer_task(job: Job, layer: tuple, entry: dict) -> bool:
-    """Is a published layer intact (files of the recorded sizes and sha256)?"""
+def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
+    """A published layer's manifest entry if its files are intact (the recorded sizes
+    and sha256, its checksum sidecar too), else None. A layer published before
+    sidecars existed gets one here, from the files just matched against the
+    manifest, and the entry returned records it."""
     store = job.store()
     if job.dtz and "dtz" not in entry["bytes"]:
-        return False  # published without the distance table this run asks for
+        return None  # published without the distance table this run asks for
+    data = {}
     for kind in entry["bytes"]:
         name = layer_file_name(*layer, kind)
         if not store.exists(name) or store.size(name) != entry["bytes"][kind]:
-            return False
-        if hashlib.sha256(store.read_bytes(name)).hexdigest() != entry["sha256"][kind]:
-            return False
-    return True
+            return None
+        data[kind] = store.read_bytes(name)
+        if hashlib.sha256(data[kind]).hexdigest() != entry["sha256"][kind]:
+            return None
+    record = entry.get("checksums")
+    if not record:
+        sums = LayerSums(tuple(layer), {kind: FileSums.of_file(raw, layer_file_name(*layer, kind))
+                                        for kind, raw in data.items()})
+        sidecar = sums.to_bytes()
+        store.write_bytes(sums_name(*layer), sidecar)
+        return {**entry, "checksums": manifest_record(sums, sidecar)}
+    sidecar = store.read_optional(record["file"])
+    if sidecar is None or hashlib.sha256(sidecar).hexdigest() != record["sha256"]:
+        return None
+    return entry
 
 
 def drop_from_caches(url: str, pair_key: str | None = None, layers=()) -> int:

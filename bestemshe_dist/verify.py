@@ -21,10 +21,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,9 +30,12 @@ from distributed.scheduler import KilledWorker
 
 from . import format as fmt
 from . import kernels
+from .blocks import LayerReader
+from .cache import OnceCache, worker_memory_budget
+from .checksums import LayerSums, sums_name
 from .errors import BestemsheError, FormatError, StoreError, UsageError
 from .rules import unrank
-from .store import Store
+from .store import Store, find_tablebase, no_tablebase
 from .tables import codes_from_bitsets, layer_file_name
 from .variant import Variant
 from .verify_kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
@@ -87,72 +88,23 @@ def fault(layer, kind: str, message: str, **extra) -> dict:
 
 
 # -- the worker side: a cache per process ----------------------------------------------
-def _memory_budget() -> int:
-    try:
-        from distributed import get_worker
-        limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        limit = None
-    return int(limit * 0.4) if limit else 4 << 30
-
-
-class _Cache:
-    """Decoded layers, dependency bundles, headers and blocks, per verify run; the
-    least recently used are dropped past a byte budget, and a run's all at its end.
-    One thread loads an item, the others wait for it."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._items: OrderedDict = OrderedDict()
-        self._sizes: dict = {}
-        self._loading: dict = {}
-
-    def get(self, key, load):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            loading = self._loading.setdefault(key, threading.Lock())
-        with loading:
-            with self._lock:
-                if key in self._items:
-                    return self._items[key]
-            value, nbytes = load()
-            with self._lock:
-                self._items[key] = value
-                self._sizes[key] = nbytes
-                self._loading.pop(key, None)
-                self._evict()
-            return value
-
-    def put(self, key, value, nbytes: int) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._sizes[key] = nbytes
-            self._items.move_to_end(key)
-            self._evict()
-
-    def _evict(self) -> None:
-        budget = _memory_budget()
-        total = sum(self._sizes.values())
-        while len(self._items) > 1 and total > budget:
-            key, _ = self._items.popitem(last=False)
-            total -= self._sizes.pop(key)
-
-    def forget(self, run: str) -> int:
-        with self._lock:
-            for key in [k for k in self._items if k[1] == run]:
-                del self._items[key]
-                del self._sizes[key]
-            return len(self._items)
-
-
-CACHE = _Cache()
+# Decoded layers, dependency bundles and a block reader per verify run; the least
+# recently used dropped past the worker's budget, and a run's all at its end.
+CACHE = OnceCache(worker_memory_budget, keep_newest=True)
 
 
 def forget_run(run: str) -> int:
     """Run on every worker at the end of a verify: drop what it cached."""
-    return CACHE.forget(run)
+    return CACHE.drop(lambda key: key[1] == run)
+
+
+def _reader(job: VerifyJob) -> LayerReader:
+    """This run's reader on this worker: checksums and headers read once, blocks
+    (for --sample) in an LRU of a quarter of the worker's budget."""
+    def load():
+        store = job.store()
+        return LayerReader(store, store.read_manifest(), worker_memory_budget() // 4, listed_only=False), 0
+    return CACHE.get(("reader", job.run), load)
 
 
 def warm_up(pits: int) -> float:
@@ -220,6 +172,7 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
     store = job.store()
     faults: list = []
     raw = {}
+    sums = _sidecar(job, spec, faults)
     for kind in _kinds(spec):
         name = layer_file_name(spec.k1, spec.k2, kind)
         try:
@@ -229,7 +182,8 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
             continue
         _check_entry_file(spec, kind, name, len(data), data, faults)
         try:
-            raw[kind] = fmt.decode_file(data, name, _bits(spec, kind))
+            checks = None if sums is None else sums.of(kind, store_name(store, name))
+            raw[kind] = fmt.decode_file(data, store_name(store, name), _bits(spec, kind), checks)
         except FormatError as exc:
             faults.append(fault(spec.layer, "format", str(exc), file=name))
     codes, counts, dtz, max_dtz, extra = None, None, None, None, 0
@@ -261,6 +215,32 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
     return LoadedLayer(codes, dtz, faults, len(faults) + extra, counts, max_dtz, time.perf_counter() - start)
 
 
+def store_name(store: Store, name: str) -> str:
+    return f"{store.shown}/{name}"
+
+
+def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
+    """The layer's checksums (None without them), checked against the manifest's
+    record of them; a missing or damaged sidecar the manifest records is a fault."""
+    store = job.store()
+    name = sums_name(spec.k1, spec.k2)
+    record = (spec.entry or {}).get("checksums")
+    try:
+        data = store.read_optional(name)
+        if data is None:
+            if record:
+                faults.append(fault(spec.layer, "checksums", f"{store_name(store, name)} is missing, but the "
+                                    f"manifest records checksums for layer {spec.name}.", file=name))
+            return None
+        if record and hashlib.sha256(data).hexdigest() != record.get("sha256"):
+            faults.append(fault(spec.layer, "checksums", f"{store_name(store, name)}: sha256 does not match "
+                                "the manifest's record of it.", file=name))
+        return LayerSums.from_bytes(data, spec.layer, store_name(store, name))
+    except (StoreError, FormatError) as exc:
+        faults.append(fault(spec.layer, "checksums", str(exc), file=name))
+        return None
+
+
 def _counts(recorded) -> str:
     if not isinstance(recorded, dict):
         return "nothing"
@@ -271,10 +251,7 @@ def _counts(recorded) -> str:
 def _codes(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
     """A layer's 2-bit codes (its files were checked by its verify-files task)."""
     def load():
-        store = job.store()
-        bits = [fmt.decode_file(store.read_bytes(layer_file_name(spec.k1, spec.k2, kind)),
-                                layer_file_name(spec.k1, spec.k2, kind), spec.positions) for kind in ("win", "draw")]
-        codes = codes_from_bitsets(*bits, spec.positions, spec.k1, spec.k2)
+        codes = _reader(job).codes(spec.k1, spec.k2, spec.positions)
         return codes, codes.nbytes
     return CACHE.get(("codes", job.run, spec.layer), load)
 
@@ -282,8 +259,7 @@ def _codes(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
 def _distances(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
     """A layer's distance table, as stored (1 or 2 bytes a position)."""
     def load():
-        name = layer_file_name(spec.k1, spec.k2, "dtz")
-        raw = fmt.decode_file(job.store().read_bytes(name), name, _bits(spec, "dtz"))
+        raw = _reader(job).table(spec.k1, spec.k2, "dtz", _bits(spec, "dtz"))
         dtz = raw.view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
         return dtz, dtz.nbytes
     return CACHE.get(("dtz", job.run, spec.layer), load)
@@ -380,67 +356,34 @@ def _show(value: dict) -> str:
 
 
 # -- sampled positions: only the blocks they need ----------------------------------------
-def _header(job: VerifyJob, spec: LayerSpec, kind: str):
-    """Validated block offsets of one file (read with two ranged reads)."""
-    name = layer_file_name(spec.k1, spec.k2, kind)
-
-    def load():
-        store = job.store()
-        size = store.size(name)
-        head = store.read_range(name, 0, min(size, 4))
-        need = fmt.header_bytes_needed(head, name, size)
-        head = store.read_range(name, 0, need)
-        offsets = fmt.parse_header(head, size, name, _bits(spec, kind))
-        return (offsets, size), offsets.nbytes
-    return CACHE.get(("header", job.run, name), load)
-
-
 def _check_headers(job: VerifyJob, spec: LayerSpec):
+    """--sample's file checks: each header (against its checksums) and size."""
     start = time.perf_counter()
     faults = []
     usable = True
+    reader = _reader(job)
     for kind in _kinds(spec):
         name = layer_file_name(spec.k1, spec.k2, kind)
         try:
-            _, size = _header(job, spec, kind)
+            offsets = reader.header(spec.k1, spec.k2, kind, _bits(spec, kind))
         except (StoreError, FormatError) as exc:
             faults.append(fault(spec.layer, "file" if isinstance(exc, StoreError) else "format", str(exc),
                                 file=name))
             usable = False
             continue
-        _check_entry_file(spec, kind, name, size, None, faults)
+        _check_entry_file(spec, kind, name, int(offsets[-1]), None, faults)
     return faults, usable, time.perf_counter() - start
 
 
-def _block(job: VerifyJob, spec: LayerSpec, kind: str, index: int) -> np.ndarray:
-    name = layer_file_name(spec.k1, spec.k2, kind)
-
-    def load():
-        offsets, _ = _header(job, spec, kind)
-        frame = job.store().read_range(name, int(offsets[index]), int(offsets[index + 1]))
-        raw = np.frombuffer(fmt.decode_block(frame, name, index), np.uint8)
-        return raw, raw.nbytes
-    return CACHE.get(("block", job.run, name, index), load)
-
-
-def _bit(job, spec, kind, rank) -> int:
-    block = _block(job, spec, kind, rank // fmt.BLOCK_BITS)
-    r = rank % fmt.BLOCK_BITS
-    return int(block[r >> 3] >> (r & 7)) & 1
-
-
 def _stored(job: VerifyJob, spec: LayerSpec, rank: int, with_dtz: bool):
-    """(code, distance) of one position read from its blocks; FormatError if both bits."""
-    win, draw = _bit(job, spec, "win", rank), _bit(job, spec, "draw", rank)
+    """(code, distance) of one position read from its blocks; _Both if both bits."""
+    reader = _reader(job)
+    win = reader.bit(spec.k1, spec.k2, "win", spec.positions, rank)
+    draw = reader.bit(spec.k1, spec.k2, "draw", spec.positions, rank)
     if win and draw:
         raise _Both(spec, rank)
     code = kernels.WIN if win else (0 if draw else kernels.LOSS)
-    dtz = 0
-    if with_dtz:
-        at = rank * spec.dtz_width
-        block = _block(job, spec, "dtz", at // fmt.BLOCK_BYTES)
-        i = at % fmt.BLOCK_BYTES
-        dtz = int(block[i]) | (int(block[i + 1]) << 8 if spec.dtz_width == 2 else 0)
+    dtz = reader.distance(spec.k1, spec.k2, spec.dtz_width, spec.positions, rank) if with_dtz else 0
     return code, dtz
 
 
@@ -563,7 +506,7 @@ def discover_tablebase(url: str, storage_options: dict | None = None,
     """The layers at `url` (manifest entries and layer files) and the variant: the
     manifest's, or (stones, pits) from variant_args for a folder without one."""
     store = Store(url, storage_options)
-    manifest = store.read_manifest()
+    manifest = find_tablebase(store)
     stones, pits = variant_args
     if manifest is not None:
         recorded = manifest.get("variant") or {}
@@ -605,7 +548,7 @@ def discover_tablebase(url: str, storage_options: dict | None = None,
             faults.append((layer, fault(layer, "manifest", f"layer {layer[0]}_{layer[1]} has files but no "
                                         "manifest entry, so their sizes and sha256 cannot be checked.")))
     if not layers:
-        raise BestemsheError(f"{store.shown} holds no layer files.")
+        raise no_tablebase(store)
     return Discovered(store, variant, manifest, layers, faults)
 
 

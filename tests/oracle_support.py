@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bestemshe_dist import kernels
+from bestemshe_dist.blocks import read_layer_codes
 from bestemshe_dist.plan import make_plan
 from bestemshe_dist.position import Position
 from bestemshe_dist.run import solve
@@ -30,7 +31,7 @@ def solver_tables(url, variant, storage_options=None):
     out = {}
     for key, entry in manifest["layers"].items():
         k1, k2 = map(int, key.split("_"))
-        codes = store.read_layer_codes(variant, k1, k2)
+        codes = read_layer_codes(store, variant, k1, k2)
         dtz = None
         if entry.get("dtz"):
             data = store.read_bytes(layer_file_name(k1, k2, "dtz"))

@@ -48,13 +48,14 @@ def test_output_of_another_variant_is_refused(tmp_path):
     assert (out / "manifest.json").read_bytes() == before
 
 
-def test_unwritable_output_is_one_sentence(tmp_path):
+def test_output_under_a_file_is_one_sentence_before_anything_starts(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     done = run_cli("solve", "--stones", "6", "--pits", "1", "--out", blocker / "tb", "--workers", "1")
-    assert done.returncode == 1
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("bestemshe-dist solve: cannot ") and "Traceback" not in done.stderr
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"bestemshe-dist solve: --out {blocker / 'tb'} lies under the file "
+                                        f"{blocker}, not a folder: give a folder (it is created when missing) "
+                                        "or an fsspec URL."]
 
 
 def test_corrupt_manifest_is_refused(tmp_path):
@@ -64,3 +65,134 @@ def test_corrupt_manifest_is_refused(tmp_path):
     done = run_cli("solve", "--stones", "6", "--pits", "1", "--out", out, "--workers", "1")
     assert done.returncode == 1
     assert "is not a bestemshe manifest" in done.stderr
+
+
+# -- every bad argument stops everything before it starts -------------------------------------
+BAD_SOLVE = [
+    (["--chunk-size", "0"], "argument --chunk-size: must be at least 1, not 0"),
+    (["--chunk-size", "-5"], "argument --chunk-size: must be at least 1, not -5"),
+    (["--chunk-size", "many"], "argument --chunk-size: 'many' is not a whole number"),
+    (["--workers", "0"], "argument --workers: must be at least 1, not 0"),
+    (["--threads-per-worker", "0"], "argument --threads-per-worker: must be at least 1, not 0"),
+    (["--min-captured", "-2"], "argument --min-captured: must be 0 or more, not -2"),
+    (["--min-captured", "99"], "--min-captured must be from 0 to 48"),
+    (["--stones", "13"], "--stones must be an even number"),
+    (["--dashboard-address", "nowhere"], "argument --dashboard-address: 'nowhere' is not HOST:PORT"),
+    (["--storage-options", "[1]"], "--storage-options must be a JSON object"),
+    (["--config", "no-such-config.yaml"], "cannot read the config no-such-config.yaml"),
+    (["--method", "guess"], "argument --method: invalid choice"),
+    (["--out", "FILE"], "is a file, not a folder"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD_SOLVE, ids=[" ".join(a) for a, _ in BAD_SOLVE])
+def test_bad_solve_arguments_write_nothing_and_start_nothing(tmp_path, monkeypatch, capsys, args, needle):
+    out = tmp_path / "out"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep me")
+    args = [str(blocker) if a == "FILE" else a for a in args]
+    full = ["solve", "--min-captured", "44", *args] + ([] if "--out" in args else ["--out", str(out)])
+
+    done = run_cli(*full)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines() == [done.stderr.strip()] and needle in done.stderr, done.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    assert blocker.read_text() == "keep me"
+
+    # In this process, with the one place that starts a cluster made to fail the test.
+    from bestemshe_dist import cli
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was started")
+    monkeypatch.setattr("bestemshe_dist.cluster.connect", no_cluster)
+    monkeypatch.setattr("bestemshe_dist.logs.route_library_logs", lambda command: None)
+    with pytest.raises(SystemExit) as code:
+        rc = cli.main(full)
+        raise SystemExit(rc)
+    assert code.value.code == 2 and not out.exists()
+    capsys.readouterr()
+
+
+def test_options_may_come_anywhere(tmp_path):
+    from conftest import FIXTURE_M40
+
+    for args in (["probe", FIXTURE_M40, "--json", "20", "20", *["1"] * 10],
+                 ["probe", "--json", FIXTURE_M40, "20", "20", *["1"] * 5, "--json", *["1"] * 5],
+                 ["probe", FIXTURE_M40, "20", "20", *["1"] * 10, "--json"]):
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["value"] == "loss"
+    done = run_cli("plan", "--min-captured", "44", "--stones", "50")
+    assert done.returncode == 0 and "6 layers" in done.stdout
+
+
+def test_version_and_the_list_of_commands():
+    from bestemshe_dist import __version__
+
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"bestemshe-dist {__version__}"
+    done = run_cli()
+    assert done.returncode == 0 and done.stderr == ""
+    for command in ("solve", "plan", "probe", "play", "verify", "status", "checksums"):
+        assert f"    {command}" in done.stdout, done.stdout
+
+
+def test_ctrl_c_is_one_line(tmp_path):
+    """Ctrl-C reaches the whole process group (driver and local workers): one line,
+    exit 130, no traceback from any process, and the rerun resumes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    out = tmp_path / "tb"
+    env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"))
+    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "34",
+                             "--workers", "2", "--out", str(out), "--dashboard-address", "none"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=env)
+    deadline = time.time() + 120
+    while not (out / "manifest.json").exists() or len(json.loads((out / "manifest.json").read_text())
+                                                        ["layers"]) < 10:
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    lines = [l for l in stderr.splitlines() if not l.startswith("[")]      # the progress lines
+    assert lines == ["bestemshe-dist solve: interrupted; run the same command again to resume"], stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    done = run_cli("solve", "--min-captured", "34", "--workers", "2", "--out", out, "--dashboard-address",
+                   "none", timeout=600)
+    assert done.returncode == 0 and "layers already published, skipped" in done.stderr, done.stderr
+
+
+def test_library_messages_go_to_the_log_file_not_the_terminal(tmp_path):
+    """What the dashboard's websockets and distributed log (tracebacks of browsers
+    that went away, worker events) lands in the log file, not among the progress."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys\n"
+        "from bestemshe_dist.logs import route_library_logs\n"
+        "path = route_library_logs('solve')\n"
+        "from distributed import LocalCluster\n"
+        "with LocalCluster(n_workers=1, processes=False, dashboard_address=':0'):\n"
+        "    pass\n"
+        "logging.getLogger('tornado.application').error('Uncaught exception in websocket')\n"
+        "logging.getLogger('bokeh.server.views.ws').error('WebSocket connection closed')\n"
+        "logging.getLogger('distributed.core').error('Exception while handling op')\n"
+        "logging.getLogger('distributed.client').error('Traceback of a lost scheduler')\n"
+        "print(path)\n")
+    env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = open(done.stdout.strip()).read()
+    for needle in ("Uncaught exception in websocket", "WebSocket connection closed", "Exception while handling op",
+                   "Traceback of a lost scheduler"):
+        assert needle in text

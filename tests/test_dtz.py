@@ -6,6 +6,7 @@ import pytest
 
 import bruteforce as bf
 from bestemshe_dist import kernels, rules
+from bestemshe_dist.blocks import read_layer_codes
 from bestemshe_dist.plan import make_plan
 from bestemshe_dist.run import solve
 from bestemshe_dist.tables import decode_distances
@@ -43,7 +44,7 @@ def test_dtz_is_consistent_move_by_move_on_the_50_stone_endgame(client, tmp_path
     codes = {l: (tmp_path / f"layer_{l[0]}_{l[1]}_win.bin") for l in make_plan(variant, 42).layers}
     from bestemshe_dist.store import Store
     store = Store(str(tmp_path))
-    values = {l: store.read_layer_codes(variant, *l) for l in codes}
+    values = {l: read_layer_codes(store, variant, *l) for l in codes}
     dtzs = {l: read_dtz(tmp_path, variant, *l) for l in codes}
     checked = 0
     for (k1, k2), table in values.items():

@@ -43,9 +43,11 @@ def test_every_probe_equals_the_solver_tables(client, tmp_path, stones, pits, dt
     tb = Tablebase.open(str(tmp_path))
     assert tb.variant == variant
     assert assert_every_probe_matches(tb, tables) == sum(variant.layer_size(*l) for l in variant.layers)
-    # One header and one frame per file at most: the cache holds every block of these layers.
+    # One header and one frame per file at most, and one checksum file per layer: the
+    # cache holds every block of these layers.
     files = len(variant.layers) * (3 if dtz else 2)
-    assert tb.requests <= 2 * files
+    assert tb.requests <= 2 * files + len(variant.layers)
+    assert all(tb.verified(*layer) for layer in variant.layers)
 
 
 VALUE_ORDER = {"loss": 0, "draw": 1, "win": 2}
@@ -249,7 +251,7 @@ def test_threads_share_one_fetch_and_the_cache_keeps_its_bound(tb83):
 
     with ThreadPoolExecutor(8) as pool:
         assert set(pool.map(probe, range(8))) == {"win"}
-    assert fresh.requests == 4  # win and dtz files: header + frame each
+    assert fresh.requests == 5  # the layer's checksum file, then win and dtz files: header + frame each
 
 
 def test_position_parsing_and_validation():
@@ -292,7 +294,8 @@ def test_cli_probe_text_and_json(tb83, capsys):
                                 "child": "4 0 0 0 1 2 0 1", "value": "win", "dtz": 3, "child_dtz": 2}
     assert data["conversion_guaranteed"] is True
     rc, out, _ = _cli(capsys, "probe", folder, "0 4 2 1 0 0 0 1")   # one quoted argument works too
-    assert rc == 0 and "win in 3 plies" in out and "best      pit 1: shortest win" in out
+    # The text numbers pits 1..pits, as play does (JSON: 0-based indexes).
+    assert rc == 0 and "win in 3 plies" in out and "best      pit 2: shortest win" in out
 
 
 @pytest.mark.parametrize("numbers,needle", [
@@ -326,7 +329,8 @@ def test_cli_missing_and_corrupt_files_exit_1_naming_the_file(tb83, tmp_path, ca
     cases = {
         "2 4 0 1 0 0 0 1": f"{copy}/layer_2_4_win.bin is missing: layer 2_4 is not in this tablebase",
         "4 2 0 1 0 0 0 1": f"cannot read {copy}/layer_4_2_win.bin: it does not exist",
-        "0 0 2 1 1 2 1 1": f"{copy}/layer_0_0_win.bin: first frame offset is 13",
+        "0 0 2 1 1 2 1 1": f"{copy}/layer_0_0_win.bin: its header (block count and offsets) fails its "
+                           f"checksum in {copy}/layer_0_0.sums.json",
     }
     for numbers, needle in cases.items():
         rc, out, err = _cli(capsys, "probe", copy, *numbers.split())

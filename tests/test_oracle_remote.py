@@ -136,22 +136,25 @@ def test_http_probes_equal_the_solver_tables_reading_only_ranges(served):
     tables = solver_tables(root / "tb83", variant)
     url = f"{server.url}/tb83"
 
-    # One probe from cold: the win file's header and one frame, then the dtz file's.
+    # One probe from cold: the layer's checksum file, the win file's header and one
+    # frame, then the dtz file's.
     tb = Tablebase.open(url)
     assert tb.variant == variant
     before = server.lines()
     pos = Position.parse("0 4 2 1 0 0 0 1", variant)
     assert (tb.probe(pos).value, tb.probe(pos).dtz) == ("win", 3)
     sizes = {kind: (root / "tb83" / f"layer_0_4_{kind}.bin").stat().st_size for kind in ("win", "dtz")}
-    rows = server.entries("/tb83/", before, expect=4)
+    sizes["sums"] = (root / "tb83" / "layer_0_4.sums.json").stat().st_size
+    rows = server.entries("/tb83/", before, expect=5)
     assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
+        ("GET", "/tb83/layer_0_4.sums.json", 200, "-"),
         ("GET", "/tb83/layer_0_4_win.bin", 206, "bytes=0-11"),
         ("GET", "/tb83/layer_0_4_win.bin", 206, f"bytes=12-{sizes['win'] - 1}"),
         ("GET", "/tb83/layer_0_4_dtz.bin", 206, "bytes=0-11"),
         ("GET", "/tb83/layer_0_4_dtz.bin", 206, f"bytes=12-{sizes['dtz'] - 1}"),
     ]
-    assert tb.bytes_fetched == sum(r[3] for r in rows) == sizes["win"] + sizes["dtz"]
-    assert tb.requests == 4
+    assert tb.bytes_fetched == sum(r[3] for r in rows) == sizes["win"] + sizes["dtz"] + sizes["sums"]
+    assert tb.requests == 5 and tb.verified(0, 4)
 
     # Every position, from eight threads at once, equals the solver's tables.
     tb = Tablebase.open(url)
@@ -161,8 +164,11 @@ def test_http_probes_equal_the_solver_tables_reading_only_ranges(served):
         counts = list(pool.map(lambda l: assert_every_probe_matches(tb, {l: tables[l]}), layers))
     assert sum(counts) == sum(variant.layer_size(*l) for l in layers)
     rows = server.entries("/tb83/layer_", before, expect=tb.requests)
-    assert len(rows) == tb.requests <= 2 * 3 * len(layers)     # header + frame per file, once
-    assert all(r[0] == "GET" and r[2] == 206 and r[4].startswith("bytes=") for r in rows)
+    # header + frame per file, and the layer's checksum file, once
+    assert len(rows) == tb.requests <= (2 * 3 + 1) * len(layers)
+    sums = [r for r in rows if r[1].endswith(".sums.json")]
+    assert len(sums) == len(layers) and all(r[0] == "GET" and r[2] == 200 for r in sums)
+    assert all(r[0] == "GET" and r[2] == 206 and r[4].startswith("bytes=") for r in rows if r not in sums)
     assert tb.bytes_fetched == sum(r[3] for r in rows)
 
 
@@ -187,14 +193,16 @@ def test_http_bare_folder_reads_one_block_of_a_large_file(served):
         expected = hsize + frame(win_offsets) + (0 if want else hsize + frame(draw_offsets))
         assert tb.bytes_fetched == expected
         assert tb.bytes_fetched < len(win_file) / 5       # far less than the file
-        rows = server.entries("/wide/", before, expect=3 if want else 6)
+        # A bare folder has no checksum file: one GET answered 404, then the probe is unverified.
+        rows = server.entries("/wide/", before, expect=4 if want else 7)
         gets = [r for r in rows if r[0] == "GET"]
-        assert gets[:2] == [
+        assert gets[0][:3] == ("GET", "/wide/layer_20_0.sums.json", 404) and not tb.verified(*WIDE)
+        assert gets[1:3] == [
             ("GET", "/wide/layer_20_0_win.bin", 206, hsize, f"bytes=0-{hsize - 1}"),
             ("GET", "/wide/layer_20_0_win.bin", 206, frame(win_offsets),
              f"bytes={win_offsets[block]}-{win_offsets[block + 1] - 1}"),
         ]
-        assert sum(r[3] for r in gets) == expected
+        assert sum(r[3] for r in gets[1:]) == expected
         # The file sizes come from HEAD requests (no body) when there is no manifest.
         assert {r[3] for r in rows if r[0] == "HEAD"} <= {0}
 
@@ -225,7 +233,7 @@ def test_s3_probes_equal_the_solver_tables(client, seaweed):
     tb = Tablebase.open(url, options)
     assert tb.variant == variant and S3_SECRET not in repr(tb)
     assert assert_every_probe_matches(tb, tables) == sum(variant.layer_size(*l) for l in tables)
-    assert tb.requests <= 2 * 3 * len(tables)
+    assert tb.requests <= (2 * 3 + 1) * len(tables)
 
     done = run_cli("probe", url, "0 4 2 1 0 0 0 1", "--json", env=env)
     assert done.returncode == 0, done.stderr
@@ -234,4 +242,5 @@ def test_s3_probes_equal_the_solver_tables(client, seaweed):
     assert S3_SECRET not in done.stdout + done.stderr
     missing = run_cli("probe", f"s3://{S3_BUCKET}/oracle/none", "0", "0", *["5"] * 10, env=env)
     assert missing.returncode == 1 and S3_SECRET not in missing.stderr
-    assert "oracle/none/layer_0_0_win.bin: it does not exist" in missing.stderr
+    assert missing.stderr == (f"bestemshe-dist probe: s3://{S3_BUCKET}/oracle/none holds no tablebase: no "
+                              "manifest.json and no layer_<k1>_<k2>_win.bin files are there.\n")

@@ -95,4 +95,36 @@ def test_status_of_a_folder_without_manifest_is_one_sentence(tmp_path):
     done = run_cli("status", tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"bestemshe-dist status: {tmp_path} holds no manifest.json: no solve has written there."]
+        f"bestemshe-dist status: {tmp_path} holds no tablebase: no manifest.json and no "
+        "layer_<k1>_<k2>_win.bin files are there."]
+
+
+def test_status_never_says_a_dead_process_holds_the_lease(tmp_path):
+    import os
+    import socket
+    import subprocess
+
+    out = tmp_path / "tb"
+    assert run_cli("solve", "--stones", "6", "--pits", "1", "--out", out, "--workers", "1").returncode == 0
+    gone = subprocess.Popen(["true"])
+    gone.wait()                                   # a pid that no process has now
+    lease = out / ".bestemshe" / "lease.json"
+    lease.parent.mkdir(exist_ok=True)
+    host = socket.gethostname()
+    cases = [
+        ({"token": "x", "host": host, "pid": gone.pid, "renewed": time.time()}, False,
+         f"process {gone.pid} on this host is gone"),
+        ({"token": "x", "host": "elsewhere", "pid": 12345, "renewed": time.time() - 600}, False,
+         "it was last renewed 60"),
+        ({"token": "x", "host": host, "pid": os.getpid(), "renewed": time.time()}, True, None),
+    ]
+    for record, held, reason in cases:
+        lease.write_text(json.dumps(record))
+        status = tablebase_status(str(out))
+        assert status["lease"]["held"] is held and (reason is None or reason in status["lease"]["stale_reason"])
+        text = run_cli("status", out).stdout
+        if held:
+            assert f"a solve holds the lease: host {host}, pid {os.getpid()}" in text
+        else:
+            assert "a solve holds the lease" not in text
+            assert f"no solve is running: the lease left by pid {record['pid']}" in text and reason in text

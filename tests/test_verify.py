@@ -13,6 +13,8 @@ from distributed import get_task_stream
 import bruteforce as bf
 from bestemshe_dist import format as fmt
 from bestemshe_dist import kernels
+from bestemshe_dist.blocks import read_layer_codes
+from bestemshe_dist.checksums import FileSums, LayerSums, manifest_record, sums_name
 from bestemshe_dist.plan import make_plan
 from bestemshe_dist.run import solve
 from bestemshe_dist.store import Store
@@ -65,8 +67,36 @@ def update_manifest(folder, layer, kind, data, counts=None):
     (folder / "manifest.json").write_text(json.dumps(m))
 
 
+def forge_checksums(folder, layer, with_manifest=True):
+    """Write the layer's checksum file anew for its files as they are now: a
+    rewritten file then looks as a faulty solver would have written it (valid
+    frames, matching checksums), so only the check of values can catch it."""
+    files = {}
+    for kind in ("win", "draw", "dtz"):
+        path = folder / f"layer_{layer[0]}_{layer[1]}_{kind}.bin"
+        if path.exists():
+            files[kind] = FileSums.of_file(path.read_bytes())
+    sums = LayerSums(tuple(layer), files)
+    sidecar = sums.to_bytes()
+    (folder / sums_name(*layer)).write_bytes(sidecar)
+    if with_manifest:
+        m = manifest(folder)
+        m["layers"][f"{layer[0]}_{layer[1]}"]["checksums"] = manifest_record(sums, sidecar)
+        (folder / "manifest.json").write_text(json.dumps(m))
+
+
+def drop_checksums(folder):
+    """The tablebase as written before checksum files existed."""
+    for path in folder.glob("*.sums.json"):
+        path.unlink()
+    m = manifest(folder)
+    for entry in m["layers"].values():
+        entry.pop("checksums", None)
+    (folder / "manifest.json").write_text(json.dumps(m))
+
+
 def codes_of(folder, variant, layer):
-    return Store(str(folder)).read_layer_codes(variant, *layer)
+    return read_layer_codes(Store(str(folder)), variant, *layer)
 
 
 def code_at(codes, rank):
@@ -86,6 +116,7 @@ def write_codes(folder, variant, layer, codes, with_manifest=True):
         (folder / f"layer_{layer[0]}_{layer[1]}_{kind}.bin").write_bytes(data)
         if with_manifest:
             update_manifest(folder, layer, kind, data, {"win": wins, "draw": draws, "loss": losses})
+    forge_checksums(folder, layer, with_manifest)
 
 
 def read_bits(folder, variant, layer, kind):
@@ -106,6 +137,7 @@ def flip_bit(folder, variant, layer, kind, rank, with_manifest):
         wins = int(np.unpackbits(win).sum())
         draws = int(np.unpackbits(draw).sum())
         update_manifest(folder, layer, kind, data, {"win": wins, "draw": draws, "loss": n - wins - draws})
+    forge_checksums(folder, layer, with_manifest)
 
 
 def read_dtz(folder, variant, layer):
@@ -119,6 +151,7 @@ def read_dtz(folder, variant, layer):
 def write_dtz(folder, layer, dtz, width, with_manifest=True):
     data = encode_distances(dtz, width)
     (folder / f"layer_{layer[0]}_{layer[1]}_dtz.bin").write_bytes(data)
+    forge_checksums(folder, layer, with_manifest)
     if with_manifest:
         update_manifest(folder, layer, "dtz", data)
         m = manifest(folder)
@@ -269,6 +302,7 @@ def test_a_dtz_file_flip_with_stale_manifest_reports_sha_too(client, tb):
 
 
 def test_swapped_files_of_a_pair(client, tb):
+    drop_checksums(tb)      # else the checksums catch it first (test_verify_checks_every_frame)
     a, b = tb / "layer_2_4_win.bin", tb / "layer_4_2_win.bin"
     data_a, data_b = a.read_bytes(), b.read_bytes()
     a.write_bytes(data_b)
@@ -281,6 +315,7 @@ def test_swapped_files_of_a_pair(client, tb):
 
 
 def test_swapped_files_recorded_in_the_manifest_are_still_caught(client, tb):
+    drop_checksums(tb)
     for kind in ("win", "draw", "dtz"):
         a, b = tb / f"layer_2_4_{kind}.bin", tb / f"layer_4_2_{kind}.bin"
         data_a, data_b = a.read_bytes(), b.read_bytes()
@@ -463,7 +498,8 @@ def test_usage_errors_are_one_line(small_tb, args, needle, code):
 
 def test_an_empty_folder_and_a_secret_url_are_one_sentence(tmp_path):
     done = run_cli("verify", tmp_path)
-    assert done.returncode == 1 and done.stderr.strip().endswith("holds no layer files.")
+    assert done.returncode == 1 and done.stderr.strip().endswith(
+        "holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there.")
     assert len(done.stderr.strip().splitlines()) == 1
     done = run_cli("verify", "memory://user:hunter2@nowhere/tb")
     assert done.returncode == 1 and "hunter2" not in done.stderr + done.stdout

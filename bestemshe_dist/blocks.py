@@ -1,0 +1,198 @@
+"""Read a tablebase's layer files: a block at a time (the oracle, verify --sample)
+or whole (the solver's dependency layers, the verifier), every block checked
+against its layer's checksums before a bit of it is used.
+
+A block read fetches each file's header once (one ranged read: the block count
+follows from the layer's size), then only the Zstandard frame that holds the
+position, through fsspec (local files, s3://, http(s)://). Headers and
+checksums stay cached; decompressed blocks sit in an LRU cache bounded in bytes.
+
+Checksums (checksums.py): a layer whose manifest entry records them must have
+its sidecar, and a missing one is a fault; without such a record (an older
+tablebase, or the published one, a bare folder) the sidecar is used when it is
+there, and otherwise the layer's answers are *unverified*, which `verified()`
+says.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import format as fmt
+from .cache import OnceCache
+from .checksums import FileSums, LayerSums, sums_name
+from .errors import FormatError, StoreError
+from .store import Store, manifest_key
+from .tables import codes_from_bitsets, layer_file_name
+
+
+def table_bits(kind: str, npos: int, width: int | None = None) -> int:
+    """Bits of a layer's table: one per position for win and draw, 8 * width for dtz."""
+    return 8 * width * npos if kind == "dtz" else npos
+
+
+class LayerReader:
+    """A tablebase's files, read and checked; safe to use from many threads."""
+
+    def __init__(self, store: Store, manifest: dict | None = None, cache_bytes: int | None = 256 << 20,
+                 listed_only: bool = True, require_sums: bool | None = None):
+        """`listed_only`: with a manifest, a layer it does not list is missing (the
+        oracle); without it such a layer's files are read all the same (the verifier,
+        which reports the missing entry on its own). `require_sums`: whether every
+        layer must have checksums; None: those whose manifest entry records them."""
+        self.store = store
+        self.entries = manifest["layers"] if manifest is not None else None
+        self.listed_only = listed_only
+        self.require_sums = require_sums
+        self._meta = OnceCache()                 # headers and checksums: small, kept
+        self._blocks = OnceCache(cache_bytes)    # decompressed blocks
+        self._lock = threading.Lock()
+        self.requests = 0           # reads of layer files and their checksum files
+        self.bytes_fetched = 0      # bytes they returned
+
+    def shown(self, name: str) -> str:
+        return f"{self.store.shown}/{name}"
+
+    # -- what the manifest says ----------------------------------------------------------
+    def entry(self, k1: int, k2: int, kind: str = "win") -> dict | None:
+        """The layer's manifest entry (None without a manifest); a layer the manifest
+        lacks is a missing file."""
+        if self.entries is None:
+            return None
+        entry = self.entries.get(manifest_key(k1, k2))
+        if entry is None and self.listed_only:
+            raise StoreError(
+                f"{self.shown(layer_file_name(k1, k2, kind))} is missing: layer {k1}_{k2} "
+                f"is not in this tablebase (its manifest lists {len(self.entries)} layers).")
+        return entry
+
+    def dtz_width(self, k1: int, k2: int) -> int | None:
+        entry = self.entries.get(manifest_key(k1, k2)) if self.entries is not None else None
+        if not entry or not isinstance(entry.get("dtz"), dict):
+            return None
+        return int(entry["dtz"]["bytes_per_position"])
+
+    # -- checksums -------------------------------------------------------------------------
+    def sums(self, k1: int, k2: int) -> LayerSums | None:
+        """The layer's checksums, or None when it has none (unverified)."""
+        return self._meta.get(("sums", k1, k2), lambda: (self._load_sums(k1, k2), 0))
+
+    def verified(self, k1: int, k2: int) -> bool:
+        return self.sums(k1, k2) is not None
+
+    def _load_sums(self, k1: int, k2: int) -> LayerSums | None:
+        entry = self.entry(k1, k2)
+        required = self.require_sums
+        if required is None:
+            required = bool(entry and entry.get("checksums"))
+        name = sums_name(k1, k2)
+        raw = self._fetch(name, None, None, optional=True)
+        if raw is None:
+            if required:
+                raise FormatError(f"{self.shown(name)} is missing, but layer {k1}_{k2} was written with "
+                                  "checksums: its blocks cannot be checked, so nothing is read from them.")
+            return None
+        return LayerSums.from_bytes(raw, (k1, k2), self.shown(name))
+
+    def file_sums(self, k1: int, k2: int, kind: str) -> FileSums | None:
+        sums = self.sums(k1, k2)
+        return None if sums is None else sums.of(kind, self.shown(layer_file_name(k1, k2, kind)))
+
+    # -- a block at a time ---------------------------------------------------------------------
+    def header(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
+        """The file's validated block offsets (checked against its checksums)."""
+        return self._meta.get(("header", k1, k2, kind), lambda: (self._load_header(k1, k2, kind, nbits), 0))
+
+    def _load_header(self, k1, k2, kind, nbits) -> np.ndarray:
+        name = layer_file_name(k1, k2, kind)
+        sums = self.file_sums(k1, k2, kind)
+        entry = self.entry(k1, k2, kind)
+        if sums is not None:
+            size = sums.size
+        elif entry is not None and isinstance(entry.get("bytes"), dict) and kind in entry["bytes"]:
+            size = int(entry["bytes"][kind])
+        else:
+            size = self.store.size(name)
+        head = self._fetch(name, 0, min(size, fmt.header_size(fmt.blocks_for_bits(nbits))), what="its header")
+        if sums is not None:
+            sums.check_header(head, size, self.shown(name))
+        return fmt.parse_header(head, size, self.shown(name), nbits)
+
+    def block(self, k1: int, k2: int, kind: str, nbits: int, index: int) -> bytes:
+        """The raw bytes of block `index` that hold positions (a small layer's one
+        block, or the last one, is mostly padding, which is never inflated)."""
+        return self._blocks.get((k1, k2, kind, index), lambda: self._load_block(k1, k2, kind, nbits, index))
+
+    def _load_block(self, k1, k2, kind, nbits, index):
+        name = layer_file_name(k1, k2, kind)
+        offsets = self.header(k1, k2, kind, nbits)
+        frame = self._fetch(name, int(offsets[index]), int(offsets[index + 1]), what=f"block {index}")
+        sums = self.file_sums(k1, k2, kind)
+        if sums is not None:
+            sums.check_frame(index, frame, self.shown(name))
+        needed = min(fmt.BLOCK_BYTES, fmt.bitset_bytes(nbits) - index * fmt.BLOCK_BYTES)
+        raw = fmt.decode_block(frame, self.shown(name), index, needed)
+        return raw, len(raw)
+
+    def bit(self, k1: int, k2: int, kind: str, npos: int, rank: int) -> int:
+        raw = self.block(k1, k2, kind, npos, rank // fmt.BLOCK_BITS)
+        offset = rank % fmt.BLOCK_BITS
+        return (raw[offset >> 3] >> (offset & 7)) & 1
+
+    def distance(self, k1: int, k2: int, width: int, npos: int, rank: int) -> int:
+        at = rank * width          # width 1 or 2 divides BLOCK_BYTES: never split
+        raw = self.block(k1, k2, "dtz", table_bits("dtz", npos, width), at // fmt.BLOCK_BYTES)
+        offset = at % fmt.BLOCK_BYTES
+        return int.from_bytes(raw[offset:offset + width], "little")
+
+    # -- whole files -----------------------------------------------------------------------------
+    def table(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
+        """A whole file decoded (bitset_bytes(nbits) bytes), every frame checked first."""
+        name = layer_file_name(k1, k2, kind)
+        sums = self.file_sums(k1, k2, kind)
+        return fmt.decode_file(self._fetch(name, None, None), self.shown(name), nbits, sums)
+
+    def codes(self, k1: int, k2: int, npos: int) -> np.ndarray:
+        """The layer's 2-bit codes from its win and draw files."""
+        win = self.table(k1, k2, "win", npos)
+        draw = self.table(k1, k2, "draw", npos)
+        return codes_from_bitsets(win, draw, npos, k1, k2)
+
+    # -- I/O -----------------------------------------------------------------------------------------
+    def _fetch(self, name: str, start: int | None, end: int | None, optional: bool = False,
+               what: str = "the bytes"):
+        """A whole file (start None) or bytes start..end (`what` they are, for the
+        error), through fsspec; None for a missing optional file."""
+        if start is None:
+            data = self.store.read_optional(name) if optional else self.store.read_bytes(name)
+        else:
+            data = self.store.read_range(name, start, end)
+            if len(data) != end - start:
+                if start > 0 and len(data) >= end:
+                    data = data[start:end]      # a server that ignores Range sends the whole file
+                else:
+                    raise FormatError(
+                        f"{self.shown(name)}: the file is cut short, {what} (bytes {start}..{end}) lies past "
+                        f"its end (read {len(data)} of {end - start} bytes).")
+        with self._lock:
+            self.requests += 1
+            self.bytes_fetched += len(data) if data is not None else 0
+        return data
+
+    def stats(self) -> dict:
+        return {"requests": self.requests, "bytes_fetched": self.bytes_fetched,
+                "cache_hits": self._blocks.hits, "cached_blocks": len(self._blocks),
+                "cached_bytes": self._blocks.nbytes}
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._blocks.nbytes
+
+
+def read_layer_codes(store: Store, variant, k1: int, k2: int) -> np.ndarray:
+    """A whole layer's 2-bit codes from a tablebase this project wrote, every frame
+    checked against the layer's checksums, which must be there (the solver's
+    dependency layers: every layer it publishes, or keeps on resuming, has them)."""
+    reader = LayerReader(store, None, cache_bytes=0, require_sums=True)
+    return reader.codes(k1, k2, variant.layer_size(k1, k2))

@@ -1,0 +1,105 @@
+"""One cache for everything loaded from a store: each value is loaded once (the
+first thread loads it, the others wait for its result, or its error) and the
+least recently used are dropped past a byte budget.
+
+Users: the block reader (headers, checksums, decompressed blocks: the oracle and
+verify --sample), the solver's per-worker dependency layers and the verifier's
+per-worker layers.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from typing import Callable
+
+
+def worker_memory_budget() -> int:
+    """Bytes a worker process may keep in its caches: 40% of its Dask memory limit
+    (4 GiB outside a worker, or with no limit)."""
+    try:
+        from distributed import get_worker
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        limit = None
+    return int(limit * 0.4) if limit else 4 << 30
+
+
+class OnceCache:
+    """`budget`: bytes, a callable giving them (read at each eviction, so a Dask
+    worker's memory limit can be asked for late), or None for no bound.
+    `keep_newest`: never drop the value just stored, even past the budget (a
+    dependency layer larger than the budget is still used by every task that
+    needs it, rather than decoded again for each); without it the bound always
+    holds and such a value is used once and dropped."""
+
+    def __init__(self, budget: int | Callable[[], int] | None = None, keep_newest: bool = False):
+        self._budget = budget
+        self._keep_newest = keep_newest
+        self._lock = threading.Lock()
+        self._items: OrderedDict = OrderedDict()   # key -> (value, nbytes)
+        self._bytes = 0
+        self._pending: dict = {}
+        self.hits = 0
+
+    def budget(self) -> int | None:
+        return self._budget() if callable(self._budget) else self._budget
+
+    def get(self, key, load: Callable[[], tuple]):
+        """The value of `key`; `load()` returns (value, nbytes) and runs in one thread only."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return item[0]
+            future = self._pending.get(key)
+            owner = future is None
+            if owner:
+                future = self._pending[key] = Future()
+        if not owner:
+            return future.result()
+        try:
+            value, nbytes = load()
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[key]
+            future.set_exception(exc)
+            raise
+        with self._lock:
+            del self._pending[key]
+            self._store(key, value, nbytes)
+        future.set_result(value)
+        return value
+
+    def put(self, key, value, nbytes: int) -> None:
+        with self._lock:
+            self._store(key, value, nbytes)
+
+    def _store(self, key, value, nbytes: int) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._bytes -= old[1]
+        self._items[key] = (value, int(nbytes))
+        self._bytes += int(nbytes)
+        budget = self.budget()
+        if budget is None:
+            return
+        floor = 1 if self._keep_newest else 0
+        while self._bytes > budget and len(self._items) > floor:
+            _, (_, size) = self._items.popitem(last=False)
+            self._bytes -= size
+
+    def drop(self, match: Callable[[object], bool]) -> int:
+        """Forget every key for which `match(key)` is true; returns how many are left."""
+        with self._lock:
+            for key in [k for k in self._items if match(k)]:
+                self._bytes -= self._items.pop(key)[1]
+            return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
