@@ -14,26 +14,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _at_least_one(text: str) -> int:
-    """A whole number >= 1 (worker counts, chunk sizes, samples): checked while the
-    arguments are parsed, so a bad one stops everything before it starts."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _at_least(minimum: int):
+    """An argparse type: a whole number >= minimum (worker counts, chunk sizes,
+    samples), checked while the arguments are parsed, so a bad one stops
+    everything before it starts."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+    return parse
 
 
-def _at_least_zero(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
+_at_least_one = _at_least(1)
+_at_least_zero = _at_least(0)
 
 
 def _dashboard_address(text: str) -> str:

@@ -59,9 +59,10 @@ def write_layer_files(store: Store, layer: tuple, outputs: dict, place=lambda na
         store.write_bytes(place(name), data)
         files[kind] = (len(data), hashlib.sha256(data).hexdigest())
         sums[kind] = FileSums.of_file(data, name)
-    sidecar = LayerSums(tuple(layer), sums).to_bytes()
+    made = LayerSums(tuple(layer), sums)
+    sidecar = made.to_bytes()
     store.write_bytes(place(sums_name(*layer)), sidecar)
-    return files, manifest_record(LayerSums(tuple(layer), sums), sidecar)
+    return files, manifest_record(made, sidecar)
 
 
 class LayerCache:

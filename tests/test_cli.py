@@ -74,7 +74,7 @@ BAD_SOLVE = [
     (["--chunk-size", "many"], "argument --chunk-size: 'many' is not a whole number"),
     (["--workers", "0"], "argument --workers: must be at least 1, not 0"),
     (["--threads-per-worker", "0"], "argument --threads-per-worker: must be at least 1, not 0"),
-    (["--min-captured", "-2"], "argument --min-captured: must be 0 or more, not -2"),
+    (["--min-captured", "-2"], "argument --min-captured: must be at least 0, not -2"),
     (["--min-captured", "99"], "--min-captured must be from 0 to 48"),
     (["--stones", "13"], "--stones must be an even number"),
     (["--dashboard-address", "nowhere"], "argument --dashboard-address: 'nowhere' is not HOST:PORT"),

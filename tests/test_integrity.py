@@ -92,6 +92,17 @@ def stale_sidecar(folder):
     path.write_bytes(good)
 
 
+def _without_checksums(folder):
+    """The tablebase as written before checksum files existed."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for entry in manifest["layers"].values():
+        del entry["checksums"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    for path in folder.glob("*.sums.json"):
+        path.unlink()
+    return folder
+
+
 def missing_sidecar(folder):
     (folder / sums_name(*LAYER)).unlink()
 
@@ -259,13 +270,7 @@ def test_checksums_for_the_published_files(tmp_path, capsys):
 
 
 def test_checksums_upgrades_a_tablebase_written_without_them(m36, tmp_path, capsys):
-    folder = _copy(m36, tmp_path / "old")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    for entry in manifest["layers"].values():
-        del entry["checksums"]
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    for path in folder.glob("*.sums.json"):
-        path.unlink()
+    folder = _without_checksums(_copy(m36, tmp_path / "old"))
     rc, out, _ = _cli(capsys, "probe", folder, "--json", *POSITION.split())
     assert rc == 0 and json.loads(out)["verified"] is False
     (folder / "layer_24_12_draw.bin").write_bytes(b"\0" * 8)        # not the file the manifest vouches for
@@ -281,13 +286,7 @@ def test_checksums_upgrades_a_tablebase_written_without_them(m36, tmp_path, caps
 
 
 def test_a_resumed_solve_writes_checksums_for_layers_published_without_them(m36, tmp_path, client):
-    folder = _copy(m36, tmp_path / "old")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    for entry in manifest["layers"].values():
-        del entry["checksums"]
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    for path in folder.glob("*.sums.json"):
-        path.unlink()
+    folder = _without_checksums(_copy(m36, tmp_path / "old"))
     summary = solve(client, Job(str(folder), V), make_plan(V, 36))   # resumes: every layer kept
     assert summary.layers_skipped == 28 and summary.layers_solved == 0
     for path in m36.glob("*.sums.json"):
