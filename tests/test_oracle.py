@@ -336,7 +336,7 @@ def test_cli_missing_and_corrupt_files_exit_1_naming_the_file(tb83, tmp_path, ca
         rc, out, err = _cli(capsys, "probe", copy, *numbers.split())
         assert rc == 1 and out == "" and err.count("\n") == 1 and needle in err, err
     rc, _, err = _cli(capsys, "probe", tmp_path / "nowhere", "0 0 5 5 5 5 5 5 5 5 5 5")
-    assert rc == 1 and "is not a folder" in err
+    assert rc == 1 and "nowhere holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin" in err
     # A bare folder is the 50-stone game: a layer it lacks is a missing file.
     rc, _, err = _cli(capsys, "probe", FIXTURE_M40, "0 0 5 5 5 5 5 5 5 5 5 5")
     assert rc == 1 and "layer_0_0_win.bin: it does not exist" in err

@@ -484,10 +484,10 @@ def test_command_line_fault_names_the_rank_and_exits_1(endgame, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle,code", [
-    (["--sample", "0"], "--sample must be at least 1", 2),
+    (["--sample", "0"], "argument --sample: must be at least 1, not 0", 2),
     (["--min-captured", "99"], "--min-captured must be from 0 to 12 for the 12-stone game", 2),
     (["--stones", "14"], "--stones 14 does not match it", 2),
-    (["--chunk-size", "0"], "--chunk-size must be at least 1", 2),
+    (["--chunk-size", "0"], "argument --chunk-size: must be at least 1, not 0", 2),
 ])
 def test_usage_errors_are_one_line(small_tb, args, needle, code):
     done = run_cli("verify", small_tb, *args)
