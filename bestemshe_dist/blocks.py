@@ -153,11 +153,22 @@ class LayerReader:
         sums = self.file_sums(k1, k2, kind)
         return fmt.decode_file(self._fetch(name, None, None), self.shown(name), nbits, sums)
 
-    def codes(self, k1: int, k2: int, npos: int) -> np.ndarray:
-        """The layer's 2-bit codes from its win and draw files."""
-        win = self.table(k1, k2, "win", npos)
-        draw = self.table(k1, k2, "draw", npos)
-        return codes_from_bitsets(win, draw, npos, k1, k2)
+    def codes(self, k1: int, k2: int, npos: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The layer's 2-bit codes from its win and draw files. Given `out` (a
+        layer's worth of words, e.g. a slot of host memory) they are unpacked into
+        it a block at a time, so nothing layer-sized is allocated on the way."""
+        if out is None:
+            win = self.table(k1, k2, "win", npos)
+            draw = self.table(k1, k2, "draw", npos)
+            return codes_from_bitsets(win, draw, npos, k1, k2)
+        words_per_block = fmt.BLOCK_BITS // 32
+        for block in range(fmt.blocks_for_bits(npos)):
+            first = block * words_per_block
+            part = out[first:min(first + words_per_block, out.shape[0])]
+            win = np.frombuffer(self.block(k1, k2, "win", npos, block), np.uint8)
+            draw = np.frombuffer(self.block(k1, k2, "draw", npos, block), np.uint8)
+            codes_from_bitsets(win, draw, npos, k1, k2, out=part, first_word=first)
+        return out
 
     # -- I/O -----------------------------------------------------------------------------------------
     def _fetch(self, name: str, start: int | None, end: int | None, optional: bool = False,
@@ -190,9 +201,10 @@ class LayerReader:
         return self._blocks.nbytes
 
 
-def read_layer_codes(store: Store, variant, k1: int, k2: int) -> np.ndarray:
-    """A whole layer's 2-bit codes from a tablebase this project wrote, every frame
-    checked against the layer's checksums, which must be there (the solver's
-    dependency layers: every layer it publishes, or keeps on resuming, has them)."""
+def read_layer_codes(store: Store, variant, k1: int, k2: int, out: np.ndarray | None = None) -> np.ndarray:
+    """A whole layer's 2-bit codes from a tablebase this project wrote (into `out`
+    when given), every frame checked against the layer's checksums, which must be
+    there (the solver's dependency layers: every layer it publishes, or keeps on
+    resuming, has them)."""
     reader = LayerReader(store, None, cache_bytes=0, require_sums=True)
-    return reader.codes(k1, k2, variant.layer_size(k1, k2))
+    return reader.codes(k1, k2, variant.layer_size(k1, k2), out)

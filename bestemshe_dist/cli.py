@@ -94,8 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the local cluster's Dask dashboard, with the solve's page /bestemshe "
                         "(default 127.0.0.1:8787, a free port when taken; none: no dashboard)")
 
-    p = sub.add_parser("plan", help="print the DAG of pairs and layers")
+    p.add_argument("--pair", type=int, nargs=2, default=None, metavar=("A", "B"),
+                   help="solve just the pair of layers (A, B) and (B, A) (its dependency layers must be in "
+                        "--out, or made by --synthetic-deps)")
+    p.add_argument("--synthetic-deps", type=_at_least_zero, default=None, metavar="SEED",
+                   help="with --pair: dependency layers of deterministic pseudo-random values made on the "
+                        "workers (for runs at full size; the output is marked synthetic and can never join "
+                        "a real tablebase)")
+    p.add_argument("--stop-after-rounds", type=_at_least_one, default=None, metavar="N",
+                   help="stop each large pair after N rounds, unpublished (for measurements)")
+
+    p = sub.add_parser("plan", help="print the DAG of pairs and layers, and the memory each pair needs per host")
     _variant_args(p)
+    p.add_argument("--chunk-size", type=_at_least_one, default=None, metavar="POSITIONS",
+                   help="as solve's (default 67,108,864)")
+    p.add_argument("--threads", type=_at_least_one, default=None,
+                   help="tasks running at once on a host (default: this machine's cores)")
+    p.add_argument("--processes", type=_at_least_one, default=None,
+                   help="worker processes on a host (default: this machine's cores, as the local cluster)")
 
     _oracle_parsers(sub)
     _verify_parser(sub)
@@ -118,11 +134,34 @@ def _storage_options(text):
 
 
 def _cmd_plan(args) -> int:
+    import os
+
+    from .memory import describe
     from .plan import make_plan
+    from .run import DEFAULT_CHUNK_SIZE
     from .variant import Variant
 
-    print(make_plan(Variant(args.stones, args.pits), args.min_captured).describe())
+    cores = os.cpu_count() or 1
+    plan = make_plan(Variant(args.stones, args.pits), args.min_captured)
+    print(describe(plan, args.chunk_size or DEFAULT_CHUNK_SIZE, args.threads or cores, args.processes or cores))
     return 0
+
+
+def _solve_plan(args, variant):
+    """The pairs to solve: the plan of --min-captured, or the one pair of --pair."""
+    from .plan import make_plan, single_pair_plan
+
+    if args.synthetic_deps is not None and args.pair is None:
+        raise UsageError("--synthetic-deps needs --pair A B: it makes the dependency layers of one pair.")
+    if args.pair is None:
+        return make_plan(variant, args.min_captured)
+    if args.min_captured:
+        raise UsageError("--pair and --min-captured choose the work two ways: give one of them.")
+    for k in args.pair:
+        if k not in variant.kazans:
+            raise UsageError(f"--pair {args.pair[0]} {args.pair[1]}: {k} is not a kazan of the "
+                             f"{variant.stones}-stone game (even, 0..{variant.win_kazan - 2}).")
+    return single_pair_plan(variant, *args.pair)
 
 
 def _config_and_output(args, url, what="--out URL"):
@@ -159,7 +198,6 @@ def _check_output_folder(url: str) -> None:
 
 def _cmd_solve(args) -> int:
     from .cluster import connect
-    from .plan import make_plan
     from .progress import ProgressView, Tee
     from .run import DEFAULT_CHUNK_SIZE, solve
     from .store import redact
@@ -169,10 +207,10 @@ def _cmd_solve(args) -> int:
     # Every argument is checked here, before a cluster starts or anything is written.
     config, args.out, storage_options = _config_and_output(args, args.out)
     variant = Variant(args.stones, args.pits)
-    plan = make_plan(variant, args.min_captured)
+    plan = _solve_plan(args, variant)
     _check_output_folder(args.out)
     job = Job(url=args.out, variant=variant, storage_options=storage_options,
-              method=args.method, dtz=args.dtz)
+              method=args.method, dtz=args.dtz, synthetic=args.synthetic_deps)
 
     view = ProgressView(sys.stderr, quiet=args.quiet)  # a bar on a terminal, else lines
     log = view.log
@@ -187,7 +225,7 @@ def _cmd_solve(args) -> int:
         progress = Tee(view, _dashboard_page(client, log, dashboard))
         try:
             summary = solve(client, job, plan, log, chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
-                            restart=args.restart, progress=progress)
+                            restart=args.restart, progress=progress, stop_after_rounds=args.stop_after_rounds)
         finally:
             view.close()
     rate = summary.positions / summary.seconds if summary.seconds else 0.0
@@ -195,7 +233,10 @@ def _cmd_solve(args) -> int:
         f"{summary.positions:,} positions in {summary.seconds:.1f}s ({rate:,.0f} positions/s)")
     if summary.worker_peak_rss:
         peaks = ", ".join(f"{v / 2**20:,.0f}" for v in sorted(summary.worker_peak_rss.values()))
-        log(f"peak RSS per worker (MiB): {peaks}")
+        log(f"peak RSS per worker (MiB): {peaks} (shared host arrays count in each worker that maps them)")
+    if summary.host_memory_peak:
+        log(f"host memory held at most: {summary.host_memory_peak:,} bytes "
+            f"({summary.host_memory_peak / 2**30:.2f} GiB) of shared arrays on one host")
     return 0
 
 

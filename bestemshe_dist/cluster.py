@@ -25,10 +25,22 @@ import sys
 import warnings
 from pathlib import Path
 
+import dask
+
 from .errors import BestemsheError, UsageError
 
 BACKENDS = ("local", "slurm", "kubernetes")
 DEFAULT_DASHBOARD = "127.0.0.1:8787"
+# A large pair's arrays live once per host in shared memory (hostmem.py) and
+# count in the RSS of every worker process that maps them, so Dask's own
+# per-process memory rules (spill, pause at 80%, kill at 95% of the process's
+# limit) would misread a host holding them once as each process holding them
+# all. The solve budgets memory per host itself (memory.py, the driver's
+# admission), so the workers it starts turn Dask's off. Workers started
+# elsewhere (SLURM, Kubernetes) get the same through DASK_DISTRIBUTED__WORKER__
+# MEMORY__* variables (configs/, deploy/).
+SHARED_MEMORY_WORKERS = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
+                         "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}
 DEFAULT_WAIT_SECONDS = 600
 _NO_DASHBOARD_HTTP = "127.0.0.1:0"  # without a dashboard, the scheduler's /health server
 
@@ -426,7 +438,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         from distributed import LocalCluster
 
         kwargs = local_cluster_kwargs(config, workers, threads_per_worker, in_process, dashboard_address)
-        with _port_taken_is_fine():
+        with _port_taken_is_fine(), dask.config.set(SHARED_MEMORY_WORKERS):
             local = LocalCluster(**kwargs)
         with local, Client(local) as client:
             _say_dashboard(say, "local", local)

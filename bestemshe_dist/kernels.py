@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
+from .atomics import claim_code
 from .rules import (MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank,
                     unmove_specs, unrank)
 
@@ -213,21 +214,26 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
 
 
 @njit(cache=True, nogil=True)
-def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, deps, dep_start, binom):
+def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start,
+                   binom):
     """Re-evaluate the predecessors of positions decided in the previous round.
 
-    fresh: codes over the paired layer (k2, k1) holding only its positions decided in
-    the previous round; those with rank in [lo, hi) are this call's sources. Their
-    predecessors (by un-moves) lie in this layer (k1, k2); `other` holds the paired
-    layer's codes (where this layer's quiet moves lead) and deps its capture
-    targets, as in sweep_range. A predecessor of a LOSS is a WIN; a predecessor of a
-    WIN is evaluated again, once however many new WIN children it has. `scratch`
-    holds a copy of this layer's codes on entry (one random read per predecessor
-    tells both "decided before" and "seen this round"); decisions are OR-ed into
-    it, and re-checked positions still undecided get CHECKED (fresh_codes() turns
-    it into this round's decisions). Returns (new wins, new losses, evaluated).
-    Only positions with a changed child can change, so this decides exactly what a
-    full sweep of the round would.
+    fresh: codes of the paired layer (k2, k1) holding only its positions decided in
+    the previous round, position fresh_lo + i at index i (fresh_lo a multiple of
+    32: a chunk's own range, so a task holds a chunk, not a layer); those with rank
+    in [lo, hi) are this call's sources. Their predecessors (by un-moves) lie in
+    this layer (k1, k2), whose codes from earlier rounds are `own` (read only);
+    `other` holds the paired layer's codes (where this layer's quiet moves lead)
+    and deps its capture targets, as in sweep_range.
+    found: this round's decisions for this layer, shared by every task of the
+    round on a host (threads and processes) and updated atomically: a
+    predecessor of a LOSS becomes WIN; a predecessor of a WIN is evaluated again,
+    once however many new WIN children it has on this host, and becomes LOSS, or
+    CHECKED (3) when it stays undecided. One read of `own` and one of `found` per
+    predecessor say "decided before" and "seen this round".
+    Returns (new wins, new losses, evaluated) as made by this call. Only positions
+    with a changed child can change, so this decides exactly what a full sweep of
+    the round would.
     """
     literally(pits)  # one version per board size, as in sweep_range
     n = 2 * pits
@@ -238,9 +244,10 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
     wins = 0
     losses = 0
     evaluated = 0
+    base = fresh_lo >> 5
     at = -1 - WALK  # the rank `child` holds
     for w in range(lo >> 5, (hi + 31) >> 5):
-        word = fresh[w]
+        word = fresh[w - base]
         if word == 0:
             continue
         for j in range(32):
@@ -264,14 +271,15 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
                 laps = specs[p, 1]
                 rest = specs[p, 2]
                 x = unmove_rank(after, pits, pit, laps, rest, binom)
-                seen = get_code(scratch, x)
+                if get_code(own, x) != UNKNOWN:
+                    continue
+                seen = get_code(found, x)
                 if seen == WIN or seen == LOSS:
                     continue
                 if source_code == LOSS:
                     # A CHECKED mark (re-checked for another child) gives way to the WIN.
-                    scratch[x >> 5] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
-                    set_code(scratch, x, WIN)
-                    wins += 1
+                    if claim_code(found, x, WIN, True):
+                        wins += 1
                 elif seen == UNKNOWN:
                     # Only a LOSS can be new here: a LOSS child would have been decided
                     # last round at the latest, and then it is a source of its own that
@@ -279,44 +287,156 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, lo, hi, scratch, other, d
                     evaluated += 1
                     unmove_board(after, pits, pit, laps, rest, board)
                     if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
-                        set_code(scratch, x, LOSS)
-                        losses += 1
+                        if claim_code(found, x, LOSS, False):
+                            losses += 1
                     else:
-                        set_code(scratch, x, CHECKED)
+                        claim_code(found, x, CHECKED, False)
     return wins, losses, evaluated
 
 
 @njit(cache=True, nogil=True)
-def fresh_codes(scratch, own):
-    """Turn a frontier round's scratch into its decisions, in place: what it added
-    to `own`, CHECKED marks dropped."""
-    for w in range(scratch.shape[0]):
-        x = scratch[w] ^ own[w]
+def clear_range(found, lo, hi):
+    """Empty positions [lo, hi) of a round array."""
+    if lo >= hi:
+        return
+    w = lo >> 5
+    while w < ((hi + 31) >> 5):
+        first, last = max(lo, w * 32), min(hi, w * 32 + 32)
+        if first == w * 32 and last == w * 32 + 32:
+            found[w] = np.uint64(0)
+        else:
+            for x in range(first, last):
+                found[w] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
+        w += 1
+
+
+@njit(cache=True, nogil=True)
+def stamp_range(dtz, dtz_lo, chunk, chunk_lo, count, value):
+    """dtz[x - dtz_lo] = value for every decided position x = chunk_lo + i (i < count)
+    of a chunk-local code array that falls in dtz's range."""
+    dtz_hi = dtz_lo + dtz.shape[0]
+    first = max(0, dtz_lo - chunk_lo)
+    last = min(count, dtz_hi - chunk_lo)
+    if first >= last:
+        return
+    for w in range(first >> 5, (last + 31) >> 5):
+        x = chunk[w]
+        if x == 0:
+            continue
+        for j in range(32):
+            if (x >> np.uint64(2 * j)) & np.uint64(3) != 0:
+                i = w * 32 + j
+                if first <= i < last:
+                    dtz[chunk_lo + i - dtz_lo] = value
+
+
+@njit(cache=True, nogil=True)
+def take_decisions(found, lo, hi, out, clear):
+    """Copy the decisions (WIN, LOSS) of positions [lo, hi) of a round array into
+    `out` (position lo + i at index i, zeros on entry), CHECKED marks dropped; with
+    `clear`, also leave the range empty for the next round. No task may run on
+    `found` meanwhile. Returns (wins, losses)."""
+    wins = 0
+    losses = 0
+    if lo >= hi:
+        return wins, losses
+    if lo & 31:
+        # Chunk edges inside a word (chunk sizes are free): position by position.
+        for x in range(lo, hi):
+            code = get_code(found, x)
+            if code != UNKNOWN:
+                if code == WIN or code == LOSS:
+                    set_code(out, x - lo, code)
+                    if code == WIN:
+                        wins += 1
+                    else:
+                        losses += 1
+                if clear:
+                    found[x >> 5] &= ~(np.uint64(3) << np.uint64((x & 31) << 1))
+        return wins, losses
+    first = lo >> 5
+    for w in range(first, (hi + 31) >> 5):
+        x = found[w]
+        if x == 0:
+            continue
+        left = hi - w * 32
+        mask = ~np.uint64(0) if left >= 32 else (np.uint64(1) << np.uint64(2 * left)) - np.uint64(1)
+        x &= mask
         both = x & (x >> np.uint64(1)) & _EVEN
-        scratch[w] = x & ~(both | (both << np.uint64(1)))
+        keep = x & ~(both | (both << np.uint64(1)))
+        out[w - first] = keep
+        wins += _popcount(keep & _EVEN)
+        losses += _popcount((keep >> np.uint64(1)) & _EVEN)
+        if clear:
+            found[w] &= ~mask
+    return wins, losses
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(z):
+    """splitmix64's finaliser: a well-spread 64-bit hash of z."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def synthetic_codes(codes, npos, seed, salt, win_below, loss_below):
+    """Deterministic pseudo-random values for npos positions (a synthetic dependency
+    layer): position x is WIN when its 32-bit hash h (of seed, salt, x) is below
+    win_below, else LOSS below loss_below, else UNKNOWN (a draw)."""
+    key = _mix(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(salt))
+    for w in range(code_words(npos)):
+        word = np.uint64(0)
+        for j in range(32):
+            x = w * 32 + j
+            if x >= npos:
+                break
+            h = _mix(key + np.uint64(x)) >> np.uint64(32)
+            if h < win_below:
+                word |= np.uint64(WIN) << np.uint64(2 * j)
+            elif h < loss_below:
+                word |= np.uint64(LOSS) << np.uint64(2 * j)
+        codes[w] = word
 
 
 @njit(cache=True, nogil=True)
 def set_codes(codes, ranks, values):
-    """Record sparse decisions (ranks may repeat with the same value)."""
+    """Record sparse decisions (ranks may repeat with the same value); returns how
+    many positions were undecided before."""
+    new = 0
     for i in range(ranks.shape[0]):
+        if get_code(codes, ranks[i]) == UNKNOWN:
+            new += 1
         set_code(codes, ranks[i], values[i])
+    return new
 
 
 @njit(cache=True, nogil=True)
 def merge_codes_at(codes, lo, chunk, count):
     """OR a chunk's codes (position lo + i at chunk index i, i < count) into codes.
-    lo need not be a multiple of 32, so chunk sizes are free."""
+    lo need not be a multiple of 32, so chunk sizes are free. Returns how many of
+    them were undecided before (another host may have decided some already)."""
+    new = 0
     shift = lo & 31
     if shift == 0:
         first = lo >> 5
         for w in range(code_words(count)):
-            codes[first + w] |= chunk[w]
-        return
+            x = chunk[w]
+            if x == 0:
+                continue
+            old = codes[first + w]
+            seen = (old | (old >> np.uint64(1))) & _EVEN
+            new += _popcount((x | (x >> np.uint64(1))) & _EVEN & ~seen)
+            codes[first + w] = old | x
+        return new
     for i in range(count):
         code = get_code(chunk, i)
         if code != 0:
+            if get_code(codes, lo + i) == UNKNOWN:
+                new += 1
             set_code(codes, lo + i, code)
+    return new
 
 
 @njit(cache=True, nogil=True)
@@ -420,12 +540,14 @@ def codes_to_bitsets(codes, npos, first_word, win32, draw32):
 
 
 @njit(cache=True, nogil=True)
-def bitsets_to_codes(win32, draw32, npos, codes):
-    """Inverse of codes_to_bitsets for a whole layer; returns how many positions have
-    both bits set (a corrupt file: the caller refuses it)."""
+def bitsets_to_codes(win32, draw32, npos, codes, first_word):
+    """Inverse of codes_to_bitsets: codes[w] gets the positions of word first_word + w
+    of the layer, from win32[w] and draw32[w] (so a layer can be unpacked a block at
+    a time, straight into a shared array). Returns how many positions have both
+    bits set (a corrupt file: the caller refuses it)."""
     clashes = 0
     for w in range(codes.shape[0]):
-        mask = _valid_mask(npos, w)
+        mask = _valid_mask(npos, first_word + w)
         win = _spread_even(np.uint64(win32[w])) & mask
         draw = _spread_even(np.uint64(draw32[w])) & mask
         clashes += _popcount(win & draw)

@@ -91,11 +91,26 @@ class Delta:
     def decided(self) -> int:
         return self.wins + self.losses
 
-    def apply(self, codes: np.ndarray) -> None:
+    def apply(self, codes: np.ndarray, offset: int = 0) -> int:
+        """OR the decisions into codes, where position x sits at x - offset (a
+        chunk-local array); returns how many positions they newly decide."""
         if self.dense is not None:
-            kernels.merge_codes_at(codes, self.lo, self.dense, self.hi - self.lo)
+            return int(kernels.merge_codes_at(codes, self.lo - offset, self.dense, self.hi - self.lo))
+        if self.ranks is not None and len(self.ranks):
+            ranks = self.ranks if offset == 0 else self.ranks - offset
+            return int(kernels.set_codes(codes, ranks, self.values))
+        return 0
+
+    def stamp(self, dtz: np.ndarray, lo: int, value: int) -> None:
+        """dtz[x - lo] = value for every decision x that falls in dtz's range."""
+        if self.dense is not None:
+            kernels.stamp_range(dtz, lo, self.dense, self.lo, self.hi - self.lo, value)
         elif self.ranks is not None and len(self.ranks):
-            kernels.set_codes(codes, self.ranks, self.values)
+            inside = self.ranks[(self.ranks >= lo) & (self.ranks < lo + dtz.shape[0])]
+            dtz[inside - lo] = value
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.dense, self.ranks, self.values) if a is not None)
 
     def decisions(self):
         """(ranks, codes) of every decision, sorted by rank."""
@@ -151,21 +166,41 @@ class Delta:
 
 
 class PairState:
-    """The codes of a pair's layers plus its dependency layers, ready for kernels;
-    with_dtz also keeps each decided position's distance (round + 1), 16 bits each."""
+    """The codes of a pair's layers plus its dependency layers, ready for kernels.
 
-    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict, with_dtz: bool = False):
+    codes: layer -> this pair's codes (decisions of the rounds applied so far);
+    found: layer -> the round array where a frontier round's decisions for that
+           layer gather (shared by the tasks of a round, and by both layers, one
+           after the other; emptied by take());
+    bundles: layer -> (deps, dep_start) as the kernels read them.
+    Given no arrays (a small pair solved whole in one task, tests), they are made
+    here; a large pair's live in the host's shared memory (hostpair.py).
+    with_dtz also keeps each decided position's distance (round + 1), 16 bits
+    each: only for pairs solved whole, whose size is at most a chunk; a large
+    pair's distances come from its checkpoints at publication (distances_from).
+    """
+
+    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict | None = None, with_dtz: bool = False,
+                 *, codes: dict | None = None, found: dict | None = None, bundles: dict | None = None):
         self.variant = variant
         self.layers = pair_layers(a, b)
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
-        self.codes = {layer: kernels.new_codes(self.size) for layer in self.layers}
-        self.deps = {layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
+        self.codes = codes if codes is not None else {layer: kernels.new_codes(self.size) for layer in self.layers}
+        # One round array serves both layers: a frontier round decides one layer
+        # (from its partner's sources), takes the decisions out, then the other.
+        if found is None:
+            shared = kernels.new_codes(self.size)
+            found = {layer: shared for layer in self.layers}
+        self.found = found
+        self.deps = bundles if bundles is not None else {
+            layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
         self.dtz = {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
         self.round = -1  # the last round whose decisions are applied
 
     def sweep(self, layer: tuple, lo: int, hi: int, round_: int) -> Delta:
-        """Evaluate every undecided position of layer in [lo, hi)."""
+        """Evaluate every undecided position of layer in [lo, hi); the decisions come
+        back chunk-local (a task holds its chunk only)."""
         v = self.variant
         out = kernels.new_codes(hi - lo)
         own = self.codes[layer]
@@ -175,24 +210,34 @@ class PairState:
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
                      evaluations=int(undecided))
 
-    def frontier(self, source_layer: tuple, fresh: np.ndarray, lo: int, hi: int, round_: int) -> Delta:
+    def frontier(self, source_layer: tuple, fresh: np.ndarray, fresh_lo: int, lo: int, hi: int) -> tuple:
         """Re-evaluate the predecessors (in the partner layer) of the positions of
-        source_layer with rank in [lo, hi) decided last round (`fresh`, codes over
-        the whole source layer holding just those decisions)."""
+        source_layer with rank in [lo, hi) decided last round (`fresh`: codes from
+        position fresh_lo on holding just those decisions). The decisions gather in
+        found[partner] (take() collects them). Returns (wins, losses, evaluated)
+        made by this call."""
         v = self.variant
         layer = partner(source_layer)
-        own = self.codes[layer]
-        scratch = own.copy()
-        wins, losses, evaluated = kernels.call_specialized(kernels.frontier_range, (
-            v.pits, v.win_kazan, layer[0], self.stones, fresh, lo, hi,
-            scratch, self.codes[source_layer], *self.deps[layer], v.binom))
-        kernels.fresh_codes(scratch, own)
-        return Delta(layer, round_, 0, self.size, dense=scratch, wins=int(wins), losses=int(losses),
-                     evaluations=int(evaluated))
+        result = kernels.call_specialized(kernels.frontier_range, (
+            v.pits, v.win_kazan, layer[0], self.stones, fresh, fresh_lo, lo, hi,
+            self.codes[layer], self.found[layer], self.codes[source_layer], *self.deps[layer], v.binom))
+        return tuple(int(x) for x in result)
 
-    def apply(self, deltas) -> None:
+    def take(self, layer: tuple, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
+        """The round's decisions of layer in [lo, hi), out of found[layer] (which
+        `clear` empties there; else clear() does, once they are safe)."""
+        out = kernels.new_codes(hi - lo)
+        wins, losses = kernels.take_decisions(self.found[layer], lo, hi, out, clear)
+        return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses))
+
+    def clear(self, layer: tuple, lo: int, hi: int) -> None:
+        kernels.clear_range(self.found[layer], lo, hi)
+
+    def apply(self, deltas) -> int:
+        """Apply decisions; returns how many positions they newly decide."""
+        new = 0
         for delta in deltas:
-            delta.apply(self.codes[delta.layer])
+            new += delta.apply(self.codes[delta.layer])
             if self.dtz is not None:
                 if delta.round + 1 > np.iinfo(np.uint16).max:
                     raise OverflowError("a distance does not fit in 16 bits")
@@ -201,19 +246,43 @@ class PairState:
                                             delta.hi - delta.lo, delta.round + 1)
                 else:
                     self.dtz[delta.layer][delta.ranks] = delta.round + 1
+        return new
 
     def distances(self, layer: tuple) -> np.ndarray:
         """The layer's distance table: round + 1 for decided positions, 0 for draws
         and for positions with no move (they are decided in round 0 without a ply)."""
         dtz = self.dtz[layer]
-        v = self.variant
-        out = np.empty(v.binom[self.stones + v.pits - 1, v.pits - 1], np.int64)
-        found = kernels.no_move_ranks(v.pits, self.stones, v.binom, out)
-        dtz[out[:found]] = 0
+        clear_no_move(self.variant, self.stones, dtz, 0)
         return dtz
 
     def undecided(self) -> int:
         return sum(int(kernels.count_codes(c, self.size)[2]) for c in self.codes.values())
+
+
+def clear_no_move(variant: Variant, stones: int, dtz: np.ndarray, lo: int) -> None:
+    """Zero the distances of the positions with no move among dtz (which holds
+    positions lo, lo + 1, ...): they are decided in round 0 without a ply."""
+    v = variant
+    out = np.empty(v.binom[stones + v.pits - 1, v.pits - 1], np.int64)
+    found = kernels.no_move_ranks(v.pits, stones, v.binom, out)
+    ranks = out[:found] - lo
+    dtz[ranks[(ranks >= 0) & (ranks < dtz.shape[0])]] = 0
+
+
+def distances_from(variant: Variant, stones: int, lo: int, hi: int, rounds, width: int = 2) -> np.ndarray:
+    """Distances of positions [lo, hi) of a layer from its checkpoints: `rounds`
+    yields, round by round from round 0, that round's Deltas of the layer that
+    touch the range. A position decided in round r is r + 1 plies away; draws and
+    positions with no move are 0. Holds the range only, `width` bytes a position."""
+    dtz = np.zeros(hi - lo, np.uint8 if width == 1 else np.uint16)
+    top = np.iinfo(dtz.dtype).max
+    for round_, deltas in enumerate(rounds):
+        if round_ + 1 > top:
+            raise OverflowError(f"a distance does not fit in {width} byte(s)")
+        for delta in deltas:
+            delta.stamp(dtz, lo, round_ + 1)
+    clear_no_move(variant, stones, dtz, lo)
+    return dtz
 
 
 def choose_mode(method: str, round_: int, last_decided: int, undecided: int, positions: int) -> str:
@@ -237,12 +306,13 @@ class PairResult:
     decided_per_round: list = field(default_factory=list)
 
 
-def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = FRONTIER,
-               on_round=None, with_dtz: bool = False) -> PairResult:
+def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict | None, method: str = FRONTIER,
+               on_round=None, with_dtz: bool = False, bundles: dict | None = None) -> PairResult:
     """Solve a pair whole in memory. dep_codes maps every capture target of the
-    pair's layers to its codes. on_round(round, deltas) sees each round's decisions."""
+    pair's layers to its codes (or `bundles` gives them as the kernels read them).
+    on_round(round, deltas) sees each round's decisions."""
     start = time.perf_counter()
-    state = PairState(variant, a, b, dep_codes, with_dtz)
+    state = PairState(variant, a, b, dep_codes, with_dtz, bundles=bundles)
     result = PairResult(codes=state.codes)
     last: list = []
     undecided = state.size * len(state.layers)
@@ -257,7 +327,9 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict, method: str = 
             deltas = []
             while last:  # drop each source delta once used: one layer of codes less at the peak
                 source = last.pop(0)
-                deltas.append(state.frontier(source.layer, source.codes(state.size), 0, state.size, round_))
+                evaluated = state.frontier(source.layer, source.codes(state.size), 0, 0, state.size)[2]
+                deltas.append(state.take(partner(source.layer), 0, state.size, round_))
+                deltas[-1].evaluations = evaluated
                 del source
         decided = sum(d.decided for d in deltas)
         result.rounds += 1

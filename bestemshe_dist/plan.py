@@ -21,6 +21,7 @@ class PairPlan:
     layers: tuple                # ((a, b), (b, a)) or ((a, a),)
     layer_size: int              # positions in each layer of the pair
     deps: tuple                  # layers reached by captures, sorted
+    dep_positions: int = 0       # positions in those layers
 
     @property
     def key(self) -> str:
@@ -52,6 +53,9 @@ class Plan:
     @property
     def positions(self) -> int:
         return sum(p.positions for p in self.pairs)
+
+    def pair_by_key(self, key: str) -> PairPlan:
+        return next(p for p in self.pairs if p.key == key)
 
     def pair_of(self, layer) -> PairPlan:
         a, b = sorted(layer)
@@ -88,7 +92,20 @@ def make_plan(variant: Variant, min_captured: int = 0) -> Plan:
             b = m - a
             if b < a or b not in variant.kazans:
                 continue
-            layers = tuple(pair_layers(a, b))
-            deps = sorted({t for layer in layers for t in capture_targets(variant, *layer)})
-            pairs.append(PairPlan(a, b, layers, variant.layer_size(a, b), tuple(deps)))
+            pairs.append(pair_plan(variant, a, b))
     return Plan(variant, min_captured, tuple(pairs))
+
+
+def pair_plan(variant: Variant, a: int, b: int) -> PairPlan:
+    a, b = sorted((a, b))
+    for k in (a, b):
+        variant.check_layer(k, 0)
+    layers = tuple(pair_layers(a, b))
+    deps = tuple(sorted({t for layer in layers for t in capture_targets(variant, *layer)}))
+    return PairPlan(a, b, layers, variant.layer_size(a, b), deps,
+                    sum(variant.layer_size(*d) for d in deps))
+
+
+def single_pair_plan(variant: Variant, a: int, b: int) -> Plan:
+    """A plan of one pair (solve --pair A B, with synthetic dependency layers)."""
+    return Plan(variant, a + b, (pair_plan(variant, a, b),))

@@ -14,25 +14,29 @@ manifest are kept, and a large pair continues after its last complete round.
 """
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from distributed import Client
 
 from . import format as fmt
 from .errors import BestemsheError
+from .hostmem import remove_spaces
+from .memory import gib, pair_memory, together
 from .lease import Lease
-from .pair import SWEEP, choose_mode, chunk_ranges
+from .pair import FRONTIER, SWEEP, choose_mode, chunk_ranges, partner
 from .plan import PairPlan, Plan, layer_key
 from .progress import Progress
 from .tables import distance_width
-from .store import PRIVATE, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
-from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, publish_layer_task,
-                    peak_rss_bytes, publish_part_task, round_chunk_task, solve_pair_task, warm_up)
+from .store import PRIVATE, bytes_read, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
+from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task,
+                    host_memory_bytes, host_ram_bytes, host_tag, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
+                    round_chunk_task, solve_pair_task, warm_up)
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
 # compresses on its own; large enough that a round's fixed costs stay small.
@@ -47,6 +51,7 @@ class SolveSummary:
     seconds: float
     compile_seconds: float
     worker_peak_rss: dict
+    host_memory_peak: int = 0        # bytes of shared arrays a host held at most (hostmem.py)
 
 
 def undecided_after(positions: int, markers: list) -> int:
@@ -68,9 +73,13 @@ class _Stopped(Exception):
     """The solve is being abandoned (another part failed)."""
 
 
+class _RedoRound(Exception):
+    """A round's decisions were lost with a host: run the round again."""
+
+
 class Driver:
     def __init__(self, client: Client, job: Job, plan: Plan, log, chunk_size: int,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, stop_after_rounds: int | None = None):
         if chunk_size < 1:
             raise BestemsheError("--chunk-size must be at least 1 position.")
         self.client = client
@@ -87,10 +96,19 @@ class Driver:
         self.layer_futures: dict = {}  # layer -> Dask future of its publish task
         self.round_futures: set = set()  # chunk tasks of rounds in flight (pair threads)
         self.round_lock = threading.Lock()
+        self.in_flight: dict = {}     # large pairs running: key -> PairPlan
+        self.host_memory_peak = 0
+        self.reads: dict = {}         # worker -> bytes read from stores, at the last look
+        self.stop_after_rounds = stop_after_rounds
+        # solve --synthetic-deps: one pair, dependency layers made on the workers
+        self.synthetic = job.synthetic is not None
+        self.synthetic_record = ({"seed": job.synthetic, "pairs": [p.key for p in plan.pairs]}
+                                 if self.synthetic else None)
 
     # -- helpers --------------------------------------------------------------------
     def small(self, pair: PairPlan) -> bool:
-        return pair.layer_size <= self.chunk_size
+        # A synthetic run always takes the chunked path it exists to measure.
+        return pair.layer_size <= self.chunk_size and not self.synthetic
 
     def dep_shas(self, pair: PairPlan) -> dict:
         return {d: self.finished[d]["sha256"]["win"] for d in pair.deps if d in self.finished}
@@ -147,8 +165,8 @@ class Driver:
             markers = []
             series = uuid.uuid4().hex
             write_json(store, series_name, {"series": series})
-        chunks = [(layer, c, lo, hi) for layer in pair.layers
-                  for c, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))]
+        ranges = chunk_ranges(pair.layer_size, self.chunk_size)
+        chunks = [(layer, c, lo, hi) for layer in pair.layers for c, (lo, hi) in enumerate(ranges)]
         undecided = undecided_after(pair.positions, markers)
         evaluations = sum(m["evaluations"] for m in markers)
         seconds = sum(m["seconds"] for m in markers)
@@ -157,28 +175,37 @@ class Driver:
         while last_decided != 0:
             if self.stop.is_set():
                 raise _Stopped()
+            if self.stop_after_rounds is not None and round_ >= self.stop_after_rounds:
+                self.log(f"{pair.key}: stopped after {round_} rounds (--stop-after-rounds)")
+                return {}
             mode = choose_mode(self.job.method, round_, last_decided or 0, undecided, pair.positions)
             start = time.perf_counter()
-            futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
-                                     layer, c, lo, hi, key=f"{pair.key}/round-{round_}/chunk-{i}",
-                                     pure=False, retries=3)
-                       for i, (layer, c, lo, hi) in enumerate(chunks)]
-            with self.round_lock:
-                self.round_futures.update(futures)
-            try:
-                results = client.gather(futures)
-            finally:
-                with self.round_lock:
-                    self.round_futures.difference_update(futures)
-            last_decided = sum(r["wins"] + r["losses"] for r in results)
-            marker = {"round": round_, "mode": mode, "parts": [r["name"] for r in results],
-                      "decided": last_decided, "evaluations": sum(r["evaluations"] for r in results),
-                      "seconds": time.perf_counter() - start}
+            previous = markers[-1]["parts"] if markers else []
+            if mode == SWEEP:
+                results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
+                parts = {r["name"]: r["wins"] + r["losses"] for r in results if r["name"]}
+            else:
+                # One layer at a time: the sources in its partner decide it, in the
+                # host's one round array, written out before the other layer's turn.
+                results, parts = [], {}
+                for target in pair.layers:
+                    half = [c for c in chunks if c[0] == partner(target)]
+                    done, found = self._frontier_half(pair, dep_shas, series, round_, half, previous, target)
+                    results += done
+                    parts.update(found)
+            last_decided = sum(parts.values())
+            marker = {"round": round_, "mode": mode, "parts": sorted(parts), "decided": last_decided,
+                      "evaluations": sum(r["evaluations"] for r in results),
+                      "seconds": time.perf_counter() - start,
+                      "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0)}
             if mode == SWEEP:
                 marker["undecided_before"] = sum(r["undecided_before"] for r in results)
-            else:
-                marker["previous_exact"] = max(r["previous_exact"] for r in results)
+            exact = [r["exact"].get(round_ - 1) for r in results if r["exact"].get(round_ - 1) is not None]
+            if exact and mode != SWEEP:
+                marker["previous_exact"] = max(exact)
+            marker["store_bytes_read"] = self.store_reads()
             write_json(store, round_marker(pair.key, round_), marker)  # the checkpoint is complete
+            self.sample_host_memory()
             markers.append(marker)
             undecided = undecided_after(pair.positions, markers)
             evaluations += marker["evaluations"]
@@ -189,23 +216,115 @@ class Driver:
             round_ += 1
         self.log(f"{pair.key}: publishing after {round_} rounds")
         final = round_ - 1
+        round_parts = [m["parts"] for m in markers]
         group = max(1, self.chunk_size // fmt.BLOCK_BITS)
-        tables = [("bits", fmt.blocks_for_bits(pair.layer_size), 1)]
+        tables = [("bits", fmt.blocks_for_bits(pair.layer_size), 1, group)]
         if self.job.dtz:
             width = distance_width(round_)  # no distance exceeds the number of rounds
-            tables.append(("dtz", fmt.blocks_for_bits(8 * width * pair.layer_size), width))
+            # A distance part covers about a chunk of positions (each rebuilt from every
+            # round's checkpoints of its range), so its working set is a chunk's.
+            tables.append(("dtz", fmt.blocks_for_bits(8 * width * pair.layer_size), width,
+                           max(1, self.chunk_size * width // fmt.BLOCK_BYTES)))
         layer_futures = {}
         for layer in pair.layers:
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
-                                   table, g, b, min(b + group, blocks), width,
+                                   table, g, b, min(b + step, blocks), width,
+                                   round_parts if table == "dtz" else None, self.chunk_size,
                                    key=f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}",
                                    pure=False, retries=3)
-                     for table, blocks, width in tables
-                     for g, b in enumerate(range(0, blocks, group))]
+                     for table, blocks, width, step in tables
+                     for g, b in enumerate(range(0, blocks, step))]
             layer_futures[layer] = client.submit(assemble_layer_task, self.job, pair, layer, parts,
                                                  round_, evaluations, seconds,
                                                  key=layer_key(*layer), pure=False, retries=3)
         return layer_futures
+
+    def _frontier_half(self, pair, dep_shas, series, round_, chunks, previous, target) -> tuple:
+        """The frontier tasks deciding layer `target`, then the flush of their
+        decisions; again if a host lost them on the way. Returns (results, parts)."""
+        for attempt in range(1, 4):
+            results = self._round_tasks(pair, dep_shas, series, round_, FRONTIER, chunks, previous)
+            try:
+                return results, self._flush(pair, dep_shas, series, round_, results, target)
+            except _RedoRound as why:
+                self.log(f"{pair.key} round {round_}: {why}; running it again (attempt {attempt + 1})")
+        raise BestemsheError(f"{pair.key} round {round_} lost its workers three times; "
+                             "check the cluster and run the solve again to resume.")
+
+    def _round_tasks(self, pair, dep_shas, series, round_, mode, chunks, previous) -> list:
+        """Run one round's chunk tasks; returns their results."""
+        client = self.client
+        sources = {}
+        if mode != SWEEP:
+            for name in previous:
+                sources.setdefault(part_of(name), []).append(name)
+        futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
+                                 layer, c, lo, hi, sources.get((tuple(layer), c), []),
+                                 key=f"{pair.key}/round-{round_}/chunk-{self._chunk_index(pair, layer, c)}",
+                                 pure=False, retries=3)
+                   for layer, c, lo, hi in chunks]
+        with self.round_lock:
+            self.round_futures.update(futures)
+        try:
+            return client.gather(futures)
+        finally:
+            with self.round_lock:
+                self.round_futures.difference_update(futures)
+
+    def _chunk_index(self, pair, layer, c) -> int:
+        """The chunk's number in the pair (layers one after the other), for task keys."""
+        return pair.layers.index(tuple(layer)) * len(chunk_ranges(pair.layer_size, self.chunk_size)) + c
+
+    def _flush(self, pair, dep_shas, series, round_, results, target) -> dict:
+        """A frontier round's decisions gather in each host's round arrays: one task
+        per host writes them as checkpoint parts. Returns {part: decisions}. A host
+        that ran tasks of the round but has no worker left lost its decisions:
+        _RedoRound."""
+        client = self.client
+        hosts = sorted({w["host"] for w in client.scheduler_info()["workers"].values()})
+        ran = {r["host"] for r in results}
+        gone = ran - set(hosts)
+        if gone:
+            raise _RedoRound(f"host {sorted(gone)[0]} ran tasks of it and has no worker left")
+        futures = {host: client.submit(flush_round_task, self.job, pair, dep_shas, series, round_,
+                                       self.chunk_size, host_tag(host), target, workers=[host],
+                                       allow_other_workers=False, pure=False, retries=2,
+                                       key=f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
+                                           f"{host_tag(host)}")
+                   for host in hosts}
+        with self.round_lock:
+            self.round_futures.update(futures.values())
+        parts = {}
+        try:
+            for host, future in futures.items():
+                try:
+                    result = self._wait_on_host(future, host)
+                except Exception as exc:
+                    if host in ran:
+                        raise _RedoRound(f"the flush on host {host} failed ({str(exc).splitlines()[0][:80]})") \
+                            from None
+                    continue  # a host that ran nothing of the round had nothing to write
+                parts.update(result["parts"])
+        finally:
+            with self.round_lock:
+                self.round_futures.difference_update(futures.values())
+        return parts
+
+    def _wait_on_host(self, future, host):
+        """A flush task runs only on its host; if the host loses every worker meanwhile
+        the task would wait for ever, so it is given up on then."""
+        from distributed import TimeoutError as DaskTimeout
+        from distributed import wait
+
+        while True:
+            wait([future], timeout=5)
+            if future.done():
+                return future.result()
+            if self.stop.is_set():
+                raise _Stopped()
+            if host not in {w["host"] for w in self.client.scheduler_info()["workers"].values()}:
+                future.cancel()
+                raise DaskTimeout(f"host {host} has no worker left")
 
     # -- the main loop ----------------------------------------------------------------------
     def launch_ready(self, pending: list, pool: ThreadPoolExecutor) -> None:
@@ -215,15 +334,89 @@ class Driver:
                     continue
                 self.submit_small(pair)
             else:
-                if not all(d in self.finished for d in pair.deps):
+                if not self.synthetic and not all(d in self.finished for d in pair.deps):
                     continue  # its chunk tasks read the dependency layers from the store
+                if not self.admit(pair):
+                    continue  # waits until a large pair in flight is done
+                self.in_flight[pair.key] = pair
                 future = pool.submit(self.run_large, pair)
-                future.add_done_callback(lambda f: self.events.put(("large", f)))
+                future.add_done_callback(lambda f, key=pair.key: self.events.put(("large", (key, f))))
             pending.remove(pair)
+
+    # -- memory ---------------------------------------------------------------------------
+    def store_reads(self) -> dict:
+        """Bytes each worker read from the store since the last call (checkpoints,
+        dependency layers): what a round moves."""
+        try:
+            now = self.client.run(bytes_read)
+        except Exception:  # a lost worker: this round's figure is partial
+            return {}
+        with self.round_lock:
+            delta = {w: n - self.reads.get(w, 0) for w, n in now.items()}
+            self.reads.update(now)
+        return delta
+
+    def sample_host_memory(self) -> None:
+        """Note what the hosts' shared arrays hold now (the peak goes in the summary)."""
+        try:
+            held = self.client.run(host_memory_bytes, self.job.space)
+        except Exception:  # a worker lost meanwhile: the next sample counts
+            return
+        with self.round_lock:
+            self.host_memory_peak = max(self.host_memory_peak, max(held.values(), default=0))
+
+    def hosts(self) -> dict:
+        """host -> {"budget", "threads", "processes"}: what each host's workers may hold
+        (the sum of their memory limits, at most the host's RAM)."""
+        workers = self.client.scheduler_info()["workers"]
+        ram = self.client.run(host_ram_bytes)
+        hosts: dict = {}
+        for address, info in workers.items():
+            h = hosts.setdefault(info["host"], {"limits": [], "threads": 0, "processes": 0, "ram": 0})
+            h["limits"].append(info.get("memory_limit") or 0)
+            h["threads"] += info.get("nthreads", 1)
+            h["processes"] += 1
+            h["ram"] = max(h["ram"], ram.get(address, 0))
+        for h in hosts.values():
+            limited = all(h["limits"]) and h["limits"]
+            h["budget"] = min(sum(h["limits"]), h["ram"]) if limited else h["ram"]
+        return hosts
+
+    def check_memory(self, pairs) -> None:
+        """Every large pair must fit a host alone: one sentence naming the first that
+        does not, before anything of it runs."""
+        hosts = self.hosts()
+        if not hosts:
+            return
+        for pair in pairs:
+            if self.small(pair):
+                continue
+            for host, h in hosts.items():
+                need = pair_memory(self.job.variant, pair, self.chunk_size, h["threads"], h["processes"])
+                if need.total > h["budget"]:
+                    raise BestemsheError(
+                        f"{pair.key} ({pair.positions:,} positions, {pair.dep_positions:,} in its dependency "
+                        f"layers) needs about {gib(need.total)} on each host ({gib(need.pair)} for its codes "
+                        f"and round arrays, {gib(need.deps)} for its dependencies, {gib(need.tasks)} for "
+                        f"{h['threads']} running tasks, {gib(need.processes)} for {h['processes']} worker "
+                        f"processes) but host {host} has {gib(h['budget'])}: give each host's workers more "
+                        "memory (memory-limit, or memory per SLURM job), run fewer threads per host, or "
+                        "use a smaller --chunk-size.")
+
+    def admit(self, pair: PairPlan) -> bool:
+        """Whether `pair` can start now beside the large pairs in flight."""
+        if not self.in_flight:
+            return True
+        for h in self.hosts().values():
+            need = together(self.job.variant, [*self.in_flight.values(), pair], self.chunk_size,
+                            h["threads"], h["processes"])
+            if need.total > h["budget"]:
+                return False
+        return True
 
     def run(self) -> SolveSummary:
         start = time.perf_counter()
-        self.manifest = self.store.open_manifest(self.job.variant)
+        self.manifest = self.store.open_manifest(self.job.variant, self.synthetic_record)
         self.store.write_manifest(self.manifest)  # fail early, before solving, if unwritable
         compile_times = self.client.run(warm_up, self.job.variant.pits)
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
@@ -233,6 +426,7 @@ class Driver:
         if skipped:
             self.log(f"{skipped} layers already published, skipped")
         pending = [p for p in self.plan.pairs if not all(l in self.finished for l in p.layers)]
+        self.check_memory(pending)
         todo = {layer for p in pending for layer in p.layers}
         write_json(self.store, SOLVE_RECORD, {"min_captured": self.plan.min_captured,
                                               "chunk_size": self.chunk_size, "method": self.job.method,
@@ -241,17 +435,23 @@ class Driver:
                               {p.key: len(p.layers) * len(chunk_ranges(p.layer_size, self.chunk_size))
                                for p in pending if not self.small(p)})
         positions = 0
+        stopped: set = set()
         pool = ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="bestemshe-pair")
         try:
             self.launch_ready(pending, pool)
-            while todo - set(self.finished):
-                kind, future = self.events.get()
+            while todo - set(self.finished) - stopped:
+                kind, item = self.events.get()
                 if kind == "large":
-                    for layer, f in future.result().items():
+                    key, future = item
+                    published = future.result()
+                    del self.in_flight[key]
+                    if not published:   # --stop-after-rounds: the pair ends unpublished
+                        stopped.update(self.plan.pair_by_key(key).layers)
+                    for layer, f in published.items():
                         self.layer_futures[layer] = f
                         self._watch(f, "layer")
                 else:
-                    positions += self.record(future.result())
+                    positions += self.record(item.result())
                 self.launch_ready(pending, pool)
         except BaseException as exc:
             self.stop.set()
@@ -267,8 +467,9 @@ class Driver:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         peaks = self.client.run(peak_rss_bytes)
-        summary = SolveSummary(len(todo), skipped, positions, time.perf_counter() - start,
-                               compile_seconds, peaks)
+        self.sample_host_memory()
+        summary = SolveSummary(len(todo - stopped), skipped, positions, time.perf_counter() - start,
+                               compile_seconds, peaks, self.host_memory_peak)
         self.progress.finished(summary)
         return summary
 
@@ -277,6 +478,9 @@ class Driver:
         self.manifest["layers"][manifest_key(*layer)] = entry
         self.store.write_manifest(self.manifest)  # after the layer's files: the entry comes last
         self.finished[layer] = entry
+        # Let Dask forget the layer's tasks: a finished result held here would be
+        # recomputed if its worker died, long after the pair's state is gone.
+        self.layer_futures.pop(layer, None)
         c = entry["counts"]
         done = sum(1 for l in self.plan.layers if l in self.finished)
         self.log(f"layer {layer[0]}_{layer[1]} done ({done}/{len(self.plan.layers)}): "
@@ -289,22 +493,40 @@ class Driver:
         return entry["positions"]
 
     def release(self, pair: PairPlan) -> None:
-        """A pair is published: drop its checkpoints and what no pending pair needs."""
+        """A pair is published: drop its checkpoints, its host arrays and the
+        dependency layers no pending pair needs."""
         if not self.small(pair):
             self.store.remove(pair_prefix(pair.key))
         needed = {d for p in self.plan.pairs if not all(l in self.finished for l in p.layers)
                   for d in p.deps}
         unneeded = [d for d in pair.deps if d not in needed]
-        self.client.run(drop_from_caches, self.job.url, pair.key, unneeded)
+        self.client.run(drop_from_caches, self.job.space, None if self.small(pair) else pair, unneeded,
+                        self.job.variant)
+
+
+def space_prefix(url: str) -> str:
+    """The start of the host-memory space names of every solve into `url`."""
+    return "solve-" + hashlib.sha1(str(url).encode()).hexdigest()[:12] + "-"
 
 
 def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, restart: bool = False,
-          progress: Progress | None = None) -> SolveSummary:
+          progress: Progress | None = None, stop_after_rounds: int | None = None) -> SolveSummary:
     store = job.store()
     store.ensure_root()
-    with Lease(store):
+    with Lease(store) as lease:
         if restart:
             store.remove(f"{PRIVATE}/pairs")
             log("checkpoints discarded (--restart)")
-        return Driver(client, job, plan, log, chunk_size, progress).run()
+        # This run's arrays in each host's shared memory; what an earlier run into
+        # the same output left there (a crash) goes first.
+        prefix = space_prefix(job.url)
+        job = replace(job, space=prefix + lease.token[:12])
+        client.run(remove_spaces, prefix, job.space)
+        try:
+            return Driver(client, job, plan, log, chunk_size, progress, stop_after_rounds).run()
+        finally:
+            try:
+                client.run(end_of_run, job.space)
+            except Exception:  # a lost worker has nothing left to free
+                pass

@@ -29,7 +29,7 @@ def _pair_dirs(store: Store) -> list:
 
 def tablebase_status(url: str, storage_options: dict | None = None, now: float | None = None) -> dict:
     store = Store(url, storage_options)
-    manifest = find_tablebase(store)
+    manifest = find_tablebase(store, allow_synthetic=True)
     if manifest is None:
         raise StoreError(f"{store.shown} holds layer files but no manifest.json, so no solve of this tool "
                          "wrote there; `bestemshe-dist verify` checks such a tablebase.")

@@ -33,6 +33,20 @@ def _reason(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
+_READ = [0]      # bytes this process read from any store (what a round costs in I/O)
+
+
+def _counted(data):
+    if data is not None:
+        _READ[0] += len(data)   # a lost update under threads only blurs a statistic
+    return data
+
+
+def bytes_read() -> int:
+    """Bytes this process has read from stores so far."""
+    return _READ[0]
+
+
 class Store:
     def __init__(self, url: str, storage_options: dict | None = None):
         self.url = str(url).rstrip("/") or str(url)
@@ -76,20 +90,20 @@ class Store:
 
     def read_bytes(self, name: str) -> bytes:
         with self._io("read", name):
-            return self.fs.cat_file(self.path(name))
+            return _counted(self.fs.cat_file(self.path(name)))
 
     def read_optional(self, name: str) -> bytes | None:
         """The whole file, or None when there is no such file (any other fault is one)."""
         with self._io("read", name):
             try:
-                return self.fs.cat_file(self.path(name))
+                return _counted(self.fs.cat_file(self.path(name)))
             except FileNotFoundError:
                 return None
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
         """Bytes start..end of a file (one ranged read: a block, a header)."""
         with self._io("read", name):
-            return self.fs.cat_file(self.path(name), start=start, end=end)
+            return _counted(self.fs.cat_file(self.path(name), start=start, end=end))
 
     def list_names(self, pattern: str) -> list[str]:
         """Names of the files beside the layers that match a glob pattern."""
@@ -141,16 +155,32 @@ class Store:
     def write_manifest(self, manifest: dict) -> None:
         self.write_bytes(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
 
-    def open_manifest(self, variant: Variant) -> dict:
-        """The manifest to extend: the existing one (same variant only) or a new one."""
+    def open_manifest(self, variant: Variant, synthetic: dict | None = None) -> dict:
+        """The manifest to extend: the existing one (same variant, and synthetic
+        output only with the same synthetic run) or a new one. `synthetic`: the
+        seed and pairs of `solve --synthetic-deps`, recorded so that such output can
+        never be mixed into, or taken for, a real tablebase."""
         manifest = self.read_manifest()
         if manifest is None:
-            return new_manifest(variant)
+            manifest = new_manifest(variant)
+            if synthetic is not None:
+                manifest["synthetic"] = synthetic
+            return manifest
         if manifest.get("variant") != variant.as_dict():
             raise StoreError(
                 f"{self.shown} holds a tablebase of {manifest.get('variant')}, "
                 f"not of {variant.as_dict()}; choose another --out."
             )
+        held = manifest.get("synthetic")
+        if held != synthetic:
+            if synthetic is None:
+                raise StoreError(f"{self.shown} holds synthetic output (solve --synthetic-deps), which can "
+                                 "never be part of a real tablebase; choose another --out.")
+            if held is None:
+                raise StoreError(f"{self.shown} holds a real tablebase, and synthetic output (solve "
+                                 "--synthetic-deps) may never be mixed into one; choose another --out.")
+            raise StoreError(f"{self.shown} holds synthetic output of another run (seed {held.get('seed')}, "
+                             f"{', '.join(held.get('pairs', []))}); choose another --out.")
         return manifest
 
 
@@ -160,7 +190,7 @@ def no_tablebase(store: Store) -> StoreError:
                       "files are there.")
 
 
-def find_tablebase(store: Store) -> dict | None:
+def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
     """The tablebase's manifest, or None for a bare folder of layer files (the
     published dataset). A URL that holds neither is no_tablebase(store). Over
     http(s), which cannot list a folder, a URL without a manifest is taken as a
@@ -171,6 +201,10 @@ def find_tablebase(store: Store) -> dict | None:
     if manifest is None and not {"http", "https"} & set(_protocols(store.fs)):
         if not store.list_names("layer_*_*_win.bin"):
             raise no_tablebase(store)
+    if manifest is not None and manifest.get("synthetic") is not None and not allow_synthetic:
+        raise StoreError(f"{store.shown} holds synthetic output (solve --synthetic-deps, seed "
+                         f"{manifest['synthetic'].get('seed')}), not a tablebase: its values mean nothing, "
+                         "so it is never probed, verified or published.")
     return manifest
 
 

@@ -51,13 +51,17 @@ def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int)
     return codes_from_bitsets(win, draw, npos, k1, k2)
 
 
-def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2: int) -> np.ndarray:
-    words = kernels.code_words(npos)
+def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2: int,
+                       out: np.ndarray | None = None, first_word: int = 0) -> np.ndarray:
+    """Codes from win and draw bitsets: the whole layer, or (given `out` and
+    `first_word`) the len(out) words from word first_word on, the bitsets holding
+    just those positions. A position marked both win and draw is refused."""
+    words = kernels.code_words(npos) if out is None else out.shape[0]
     padded = words * 4
     win32 = _padded(win, padded).view(np.uint32)
     draw32 = _padded(draw, padded).view(np.uint32)
-    codes = kernels.new_codes(npos)
-    clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes)
+    codes = kernels.new_codes(npos) if out is None else out
+    clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes, first_word)
     if clashes:
         raise FormatError(
             f"layer {k1}_{k2}: {clashes} positions are marked both win and draw."

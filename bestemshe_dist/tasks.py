@@ -1,17 +1,22 @@
 """What Dask workers run. Tasks get small arguments (a Job, a PairPlan, round and
 chunk numbers, manifest entries); layer data moves only through the store and
-the per-worker caches below, never through the driver.
+each host's shared memory (hostpair.py), never through the driver.
 
 - solve_pair_task / publish_layer_task: a small pair solved whole in one task.
-- round_chunk_task: one chunk of one round of a large pair; it brings the
-  worker's copy of the pair up to the previous round from the checkpoints in the
-  store, evaluates its chunk and writes its decisions (the next checkpoint).
+- round_chunk_task: one chunk of one round of a large pair, on the host's copy of
+  the pair (brought up to the previous round from the checkpoints); a sweep
+  writes its chunk's decisions, a frontier round gathers them in the host's
+  round arrays;
+- flush_round_task: after a frontier round, one per host: its decisions written
+  as checkpoint parts;
 - publish_part_task / assemble_layer_task: a large pair's blocks compressed by
-  the workers, then each layer file assembled from the compressed frames.
+  the workers (distances rebuilt from the checkpoints a chunk at a time), then
+  each layer file assembled from the compressed frames.
 """
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,10 +25,10 @@ import numpy as np
 
 from . import format as fmt
 from . import kernels
-from .blocks import read_layer_codes
-from .cache import OnceCache, worker_memory_budget
+from . import hostmem
 from .checksums import FileSums, LayerSums, manifest_record, sums_name
-from .pair import FRONTIER, Delta, PairState, solve_pair
+from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
+from .pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
 from .plan import PairPlan
 from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
 from .tables import distance_bytes, distance_width, encode_distances, encode_layer, layer_file_name
@@ -40,9 +45,15 @@ class Job:
     storage_options: dict = field(default_factory=dict, repr=False, compare=False)
     method: str = FRONTIER
     dtz: bool = False               # also write distance tables (layer_*_dtz.bin)
+    space: str = ""                 # this solve run's host memory (hostmem.py); set by the driver
+    synthetic: int | None = None    # seed of synthetic dependency layers (solve --synthetic-deps)
 
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
+
+    @property
+    def dep_source(self) -> DepSource:
+        return DepSource(self.synthetic)
 
 
 def staged(name: str) -> str:
@@ -65,94 +76,6 @@ def write_layer_files(store: Store, layer: tuple, outputs: dict, place=lambda na
     return files, manifest_record(made, sidecar)
 
 
-class LayerCache:
-    """Dependency layers decoded once per worker process (2 bits per position),
-    every frame checked against its checksums, shared by every task on it; least
-    recently used dropped past the worker's budget, and dropped when the driver
-    says no pair needs them any more."""
-
-    def __init__(self, budget_bytes: int | None = None):
-        self._cache = OnceCache(worker_memory_budget if budget_bytes is None else budget_bytes,
-                                keep_newest=True)
-
-    def get(self, job: Job, layer: tuple, sha256: str | None):
-        def load():
-            codes = read_layer_codes(job.store(), job.variant, *layer)
-            return codes, codes.nbytes
-        return self._cache.get((job.url, tuple(layer), sha256), load)
-
-    def drop(self, url: str, layers) -> None:
-        layers = {tuple(layer) for layer in layers}
-        self._cache.drop(lambda key: key[0] == url and key[1] in layers)
-
-    def nbytes(self) -> int:
-        return self._cache.nbytes
-
-
-LAYERS = LayerCache()
-
-
-@dataclass
-class _PairCopy:
-    state: PairState
-    last: dict | None = None         # layer -> codes of the positions decided in state.round
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class PairCache:
-    """This worker's copy of the large pairs it works on, brought up to a round
-    by applying the checkpointed deltas it has not seen (from the store)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._pairs: dict = {}
-
-    def synced(self, job: Job, pair: PairPlan, dep_shas: dict, series: str, upto: int,
-               keep_last: bool) -> _PairCopy:
-        key = (job.url, pair.key, series)  # series: this checkpoint series of the pair
-        with self._lock:
-            copy = self._pairs.get(key)
-            if copy is None or copy.state.round > upto:  # unknown, or a restarted pair
-                deps = {layer: LAYERS.get(job, layer, dep_shas.get(layer)) for layer in pair.deps}
-                copy = _PairCopy(PairState(job.variant, pair.a, pair.b, deps, with_dtz=job.dtz))
-                self._pairs[key] = copy
-        with copy.lock:  # the first task of a round syncs; the others wait, then read
-            store = job.store()
-            while copy.state.round < upto:
-                r = copy.state.round + 1
-                marker = read_json(store, round_marker(pair.key, r))
-                deltas = [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]]
-                copy.state.apply(deltas)
-                copy.state.round = r
-                copy.last = _last_decisions(deltas, pair) if (keep_last and r == upto) else None
-            if keep_last and copy.last is None and upto >= 0:
-                marker = read_json(store, round_marker(pair.key, upto))
-                copy.last = _last_decisions(
-                    [Delta.from_bytes(store.read_bytes(name)) for name in marker["parts"]], pair)
-        return copy
-
-    def drop(self, url: str, pair_key: str) -> None:
-        with self._lock:
-            for key in [k for k in self._pairs if k[:2] == (url, pair_key)]:
-                del self._pairs[key]
-
-    def nbytes(self) -> int:
-        with self._lock:
-            return sum(c.nbytes for p in self._pairs.values() for c in p.state.codes.values())
-
-
-def _last_decisions(deltas, pair: PairPlan) -> dict:
-    """Per layer of the pair, the codes of the positions decided in one round (the
-    union of its chunks' deltas, which may repeat a decision)."""
-    last = {layer: kernels.new_codes(pair.layer_size) for layer in pair.layers}
-    for delta in deltas:
-        delta.apply(last[delta.layer])
-    return last
-
-
-PAIRS = PairCache()
-
-
 # -- small pairs: one task solves, one task per layer publishes --------------------
 def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> dict:
     """Solve a pair whole, write its layer files to staging; return their entries.
@@ -163,8 +86,10 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
     shas = dict(dep_shas)
     for entry in dep_entries:
         shas[(entry["k1"], entry["k2"])] = entry["sha256"]["win"]
-    deps = {layer: LAYERS.get(job, layer, shas.get(layer)) for layer in pair.deps}
-    result = solve_pair(job.variant, pair.a, pair.b, deps, method=job.method, with_dtz=job.dtz)
+    space = hostmem.space(job.space)
+    bundles = {layer: dep_bundle(space, job, job.dep_source, *layer, shas) for layer in pair.layers}
+    result = solve_pair(job.variant, pair.a, pair.b, None, method=job.method, with_dtz=job.dtz,
+                        bundles=bundles)
     store = job.store()
     entries = {}
     for k1, k2 in pair.layers:
@@ -205,40 +130,121 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     writes the manifest entry afterwards."""
     k1, k2 = layer
     store = job.store()
+    published = _already_published(store, layer)
+    if published is not None:
+        return published
     entry = pair_entries[layer]
     for name in [layer_file_name(k1, k2, kind) for kind in entry["bytes"]] + [sums_name(k1, k2)]:
         store.move(staged(name), name)   # the sidecar last: a file is never checked by a stale one
     return entry
 
 
+def _already_published(store: Store, layer: tuple) -> dict | None:
+    """The manifest entry of a layer already published. Dask recomputes a finished
+    task whose result died with a worker; a layer's files, once published, are
+    never written again (its pair's state is gone by then)."""
+    manifest = store.read_manifest()
+    return None if manifest is None else manifest["layers"].get(f"{layer[0]}_{layer[1]}")
+
+
 # -- large pairs: rounds of chunk tasks -----------------------------------------------
-def delta_name(pair_key: str, round_: int, layer: tuple, chunk: int) -> str:
-    return f"{round_prefix(pair_key, round_)}/{layer[0]}_{layer[1]}-{chunk:05d}.delta"
+# A round's checkpoint is a set of parts, each the decisions of one chunk of one
+# layer: `<k1>_<k2>-c<chunk>-s` (a sweep task's, its own chunk) or
+# `<k1>_<k2>-c<chunk>-h<host>` (a frontier round's decisions gathered on one host).
+_PART = re.compile(r"(\d+)_(\d+)-c(\d+)-")
+
+
+def part_name(pair_key: str, round_: int, layer: tuple, chunk: int, tag: str) -> str:
+    return f"{round_prefix(pair_key, round_)}/{layer[0]}_{layer[1]}-c{chunk:05d}-{tag}.delta"
+
+
+def part_of(name: str) -> tuple:
+    """(layer, chunk) of a checkpoint part."""
+    match = _PART.match(name.rsplit("/", 1)[-1])
+    return (int(match.group(1)), int(match.group(2))), int(match.group(3))
+
+
+def host_tag(host: str) -> str:
+    return "h" + hashlib.sha1(host.encode()).hexdigest()[:8]
+
+
+def _write_part(store: Store, name: str, delta: Delta) -> None:
+    if delta.decided * 16 < delta.hi - delta.lo:
+        delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
+    store.write_bytes(name, delta.to_bytes())
 
 
 def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int,
-                     mode: str, layer: tuple, chunk: int, lo: int, hi: int) -> dict:
-    """Round `round_` for ranks [lo, hi) of `layer`: a sweep evaluates them; a
-    frontier round takes the ones decided last round and re-evaluates their
-    predecessors in the partner layer. The decisions become a checkpoint file."""
+                     mode: str, layer: tuple, chunk: int, lo: int, hi: int, sources: list) -> dict:
+    """Round `round_` for ranks [lo, hi) of `layer`, on this host's copy of the pair
+    (brought up to the previous round from the checkpoints first).
+
+    A sweep evaluates the chunk and writes its decisions as its part of the
+    checkpoint. A frontier round reads its sources, the previous round's decisions
+    of this chunk (`sources`: their parts), and re-evaluates their predecessors in
+    the partner layer; the decisions gather in the host's round array, which
+    flush_round_task turns into checkpoint parts once every task of the round is
+    done. Either way the task holds a chunk, never a layer."""
     start = time.perf_counter()
-    copy = PAIRS.synced(job, pair, dep_shas, series, round_ - 1, keep_last=(mode == FRONTIER))
-    counts = {}
-    if mode == FRONTIER:
-        delta = copy.state.frontier(layer, copy.last[layer], lo, hi, round_)
-        # Chunks may decide the same position twice in a frontier round; the union
-        # built while syncing gives the previous round's exact count.
-        counts["previous_exact"] = sum(
-            int(sum(kernels.count_codes(c, pair.layer_size)[:2])) for c in copy.last.values())
+    host = host_pair(job, pair, dep_shas, job.dep_source)
+    exact = host.sync(round_ - 1)
+    state = host.state
+    result = {"host": _worker_host(), "exact": exact, "name": None}
+    if mode == SWEEP:
+        delta = state.sweep(layer, lo, hi, round_)
+        if delta.decided:
+            result["name"] = part_name(pair.key, round_, layer, chunk, "s")
+            _write_part(job.store(), result["name"], delta)
+        result.update(wins=delta.wins, losses=delta.losses, evaluations=delta.evaluations,
+                      undecided_before=delta.evaluations, task_bytes=delta.dense.nbytes)
     else:
-        delta = copy.state.sweep(layer, lo, hi, round_)
-        counts["undecided_before"] = delta.evaluations  # exact: chunks are disjoint
-    if delta.decided * 16 < delta.hi - delta.lo:
-        delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
-    name = delta_name(pair.key, round_, layer, chunk)
-    job.store().write_bytes(name, delta.to_bytes())
-    return {"name": name, "wins": delta.wins, "losses": delta.losses,
-            "evaluations": delta.evaluations, "seconds": time.perf_counter() - start, **counts}
+        fresh_lo = lo & ~31
+        fresh = kernels.new_codes(hi - fresh_lo)
+        store = job.store()
+        biggest = 0
+        for name in sources:
+            part = Delta.from_bytes(store.read_bytes(name))
+            biggest = max(biggest, part.nbytes())
+            part.apply(fresh, offset=fresh_lo)
+            del part
+        wins, losses, evaluated = state.frontier(layer, fresh, fresh_lo, lo, hi)
+        result.update(wins=wins, losses=losses, evaluations=evaluated, task_bytes=fresh.nbytes + biggest)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def _worker_host() -> str:
+    """The host as the scheduler knows it (what task restrictions name)."""
+    try:
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+        return get_address_host(get_worker().address)
+    except (ImportError, ValueError):
+        return "local"
+
+
+def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk_size: int,
+                     tag: str, layer: tuple) -> dict:
+    """After every task of one half of a frontier round (the one deciding `layer`):
+    write this host's decisions of it (its round array) as checkpoint parts, one
+    per chunk that has any, and empty the array for the other half. Each part is written before its range is
+    emptied, so a retry after a crash writes the rest. Returns the parts and their
+    decisions."""
+    space = hostmem.space(job.space)
+    if not space.has(f"{pair.key}-round"):
+        return {"parts": {}, "tag": tag}      # this host holds nothing of the pair
+    state = host_pair(job, pair, dep_shas, job.dep_source).state
+    store = job.store()
+    parts = {}
+    with space.locked(f"{pair.key}-flush"):
+        for chunk, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, chunk_size)):
+            delta = state.take(layer, lo, hi, round_, clear=False)
+            if delta.decided:
+                name = part_name(pair.key, round_, layer, chunk, tag)
+                _write_part(store, name, delta)
+                parts[name] = delta.decided
+            state.clear(layer, lo, hi)
+    return {"parts": parts, "tag": tag}
 
 
 def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str:
@@ -247,16 +253,19 @@ def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str
 
 def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
                       layer: tuple, table: str, group: int, first_block: int, end_block: int,
-                      width: int = 1) -> dict:
+                      width: int = 1, round_parts: list | None = None, chunk_size: int = 0) -> dict:
     """Compress blocks [first_block, end_block) of one of a solved layer's files and
     write the frames, concatenated, as part files: table "bits" gives the win and
-    draw files' blocks, table "dtz" the distance file's (`width` bytes a position)."""
-    copy = PAIRS.synced(job, pair, dep_shas, series, final_round, keep_last=False)
+    draw files' blocks (from this host's codes), table "dtz" the distance file's
+    (`width` bytes a position), rebuilt for just these positions from the
+    checkpoints (`round_parts`: every round's part names)."""
     npos = pair.layer_size
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
     result = {"table": table, "group": group, "sizes": {}}
     if table == "bits":
-        codes = copy.state.codes[layer]
+        host = host_pair(job, pair, dep_shas, job.dep_source)
+        host.sync(final_round)
+        codes = host.state.codes[layer]
         w0 = first_block * WORDS_PER_BLOCK
         w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
         win = np.zeros(nbytes, np.uint8)
@@ -266,8 +275,15 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
         result["counts"] = [int(c) for c in counts]
         blocks = {"win": win, "draw": draw}
     else:
-        first = first_block * fmt.BLOCK_BYTES // width
-        dtz = copy.state.distances(layer)[first:first + nbytes // width]
+        lo = first_block * fmt.BLOCK_BYTES // width
+        hi = min(end_block * fmt.BLOCK_BYTES // width, npos)
+        store = job.store()
+
+        def rounds():
+            for names in round_parts:
+                yield [Delta.from_bytes(store.read_bytes(name)) for name in names
+                       if part_of(name)[0] == tuple(layer) and _overlaps(part_of(name)[1], chunk_size, lo, hi)]
+        dtz = distances_from(job.variant, job.variant.board_stones(*layer), lo, hi, rounds(), width)
         raw = np.zeros(nbytes, np.uint8)
         data = distance_bytes(dtz, width)
         raw[: data.shape[0]] = data
@@ -281,12 +297,20 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
     return result
 
 
+def _overlaps(chunk: int, chunk_size: int, lo: int, hi: int) -> bool:
+    """Whether chunk `chunk` (positions chunk * chunk_size on) touches [lo, hi)."""
+    return chunk * chunk_size < hi and (chunk + 1) * chunk_size > lo
+
+
 def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int,
                         evaluations: int, solve_seconds: float) -> dict:
     """Build a layer's files from the compressed parts (no decompression) and put
     each in place whole; returns the manifest entry."""
     start = time.perf_counter()
     store = job.store()
+    published = _already_published(store, layer)
+    if published is not None:
+        return published
     parts = sorted(parts, key=lambda p: p["group"])
     outputs = {}
     for kind in ("win", "draw", "dtz"):
@@ -339,12 +363,34 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
     return entry
 
 
-def drop_from_caches(url: str, pair_key: str | None = None, layers=()) -> int:
-    """Run on every worker when a pair is done: free its copy and unneeded layers."""
-    if pair_key:
-        PAIRS.drop(url, pair_key)
-    LAYERS.drop(url, layers)
-    return LAYERS.nbytes() + PAIRS.nbytes()
+def drop_from_caches(space_name: str, pair: PairPlan | None = None, layers=(), variant=None) -> int:
+    """Run on every worker when a pair is done: free its host arrays and the
+    dependency layers no pending pair needs. Returns the bytes the host still holds."""
+    space = hostmem.space(space_name)
+    if pair is not None:
+        forget_pair(space_name, pair)
+    if layers:
+        free_deps(space, variant, layers)
+    return space.bytes_held()
+
+
+def host_memory_bytes(space_name: str) -> int:
+    """RAM this host's arrays of a solve run hold now."""
+    return hostmem.space(space_name).bytes_held()
+
+
+def end_of_run(space_name: str) -> int:
+    """Run on every worker when a solve ends (done or failed): its host memory goes."""
+    forget_all(space_name)
+    hostmem.space(space_name).remove()
+    return 0
+
+
+def host_ram_bytes() -> int:
+    """This host's physical memory."""
+    import psutil
+
+    return int(psutil.virtual_memory().total)
 
 
 def peak_rss_bytes() -> int:
@@ -370,14 +416,22 @@ def warm_up(pits: int = 5) -> float:
                 solved.update(result.codes)
     for layer, codes in solved.items():
         encode_layer(codes, variant.layer_size(*layer))
-    # Tiny games may never reach a frontier round: compile that kernel directly.
+    # Tiny games may never reach a frontier round: compile that kernel directly,
+    # and the ones that move a round's decisions, stamp distances and make
+    # synthetic layers.
     state = PairState(variant, 0, 0, solved)
     fresh = kernels.new_codes(state.size)
     kernels.set_code(fresh, 0, kernels.WIN)
-    state.frontier((0, 0), fresh, 0, state.size, 0)
+    state.frontier((0, 0), fresh, 0, 0, state.size)
+    state.take((0, 0), 0, state.size, 0, clear=False)
+    state.take((0, 0), 3, state.size, 0)
+    state.clear((0, 0), 0, state.size)
     chunk = kernels.new_codes(37)
     kernels.set_code(chunk, 5, kernels.WIN)
     delta = Delta((0, 0), 0, 3, 40, dense=chunk, wins=1)
     delta.apply(kernels.new_codes(64))
     delta.sparse().apply(kernels.new_codes(64))
+    for width in (1, 2):
+        distances_from(variant, 4, 0, 64, [[delta, delta.sparse()]], width)
+    kernels.synthetic_codes(kernels.new_codes(40), 40, np.uint64(1), np.uint64(2), np.uint64(1), np.uint64(2))
     return time.perf_counter() - start

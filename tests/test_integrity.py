@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import shutil
+import uuid
 
 import numpy as np
 import pytest
@@ -21,7 +22,9 @@ from bestemshe_dist.errors import FormatError
 from bestemshe_dist.plan import make_plan
 from bestemshe_dist.run import solve
 from bestemshe_dist.store import Store
-from bestemshe_dist.tasks import Job, LayerCache
+from bestemshe_dist import hostmem
+from bestemshe_dist.hostpair import dep_bundle
+from bestemshe_dist.tasks import Job
 from bestemshe_dist.variant import Variant
 from conftest import FIXTURE_M40, run_cli
 
@@ -214,9 +217,15 @@ def test_verify_sample_and_verify_refuse_a_damaged_tablebase(m36, tmp_path, dama
 def test_the_solver_refuses_a_damaged_dependency_layer(m36, tmp_path):
     folder = _copy(m36, tmp_path / "tb")
     overwrite_mid_frame(folder / WIN_FILE)
-    job = Job(str(folder), V)
-    with pytest.raises(FormatError, match=f"{WIN_FILE}: block 0 fails its checksum"):
-        LayerCache(budget_bytes=1 << 30).get(job, LAYER, None)
+    job = Job(str(folder), V, space=f"test-{uuid.uuid4().hex}")
+    space = hostmem.space(job.space)
+    try:
+        # Layer 22_12's only capture target is 12_24: loading it into host memory checks it.
+        with pytest.raises(FormatError, match=f"{WIN_FILE}: block 0 fails its checksum"):
+            dep_bundle(space, job, job.dep_source, 22, 12, {})
+        assert not space.has("row-12-24")            # nothing half-loaded is taken for the layer
+    finally:
+        space.remove()
     missing_sidecar(folder)
     with pytest.raises(FormatError, match="layer_12_24.sums.json is missing"):
         read_layer_codes(Store(str(folder)), V, *LAYER)

@@ -1,0 +1,213 @@
+"""Arrays shared by every worker process of a host: one copy per host, not per process.
+
+A large pair's codes, its round array and its dependency layers are read at
+random by every task of every round, so each host needs them whole. Kept in a
+process they would be copied once per worker process (and the default local
+cluster has one process per core): 4.2 GiB of codes for the largest pair times
+the processes, plus 9.1 GiB of dependencies times the processes. Here each lives
+in one file in a RAM-backed folder (/dev/shm where it has room), mapped by every
+process of the host that needs it, so the host holds it once, however many
+processes and threads work on it. Tasks never copy these arrays: sweeps read
+them and write chunk-local decisions, frontier rounds write the shared round
+array with atomic operations (atomics.py).
+
+Files of one solve run live in `<root>/bestemshe-<uid>/<space>/`; the driver
+names the space (a hash of the output URL and a run id), removes spaces that
+earlier runs into the same output left behind (a crash leaves them in RAM), and
+removes its own at the end. Creating an array is done once per host under a
+file lock: the first process fills it and leaves a `.ready` mark with what it
+holds; the others wait for the lock, then map it.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import mmap
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+PAGE_WORDS = mmap.PAGESIZE // 8
+ROOT_ENV = "BESTEMSHE_HOST_MEMORY"
+
+
+def root() -> Path:
+    """Where host arrays live: $BESTEMSHE_HOST_MEMORY, else /dev/shm (RAM-backed,
+    so nothing is written to disk), else the temporary folder."""
+    chosen = os.environ.get(ROOT_ENV)
+    if not chosen:
+        shm = Path("/dev/shm")
+        chosen = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else tempfile.gettempdir()
+    return Path(chosen) / f"bestemshe-{os.getuid()}"
+
+
+def host_id() -> str:
+    """This machine, as the same string from every process on it (boot id: two
+    containers of one name on different machines still differ)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+def free_bytes() -> int:
+    """Bytes the host arrays' folder can still take."""
+    folder = root()
+    folder.mkdir(parents=True, exist_ok=True)
+    stats = os.statvfs(folder)
+    return stats.f_bavail * stats.f_frsize
+
+
+def page_round(words: int) -> int:
+    """Words padded to a whole number of pages (so a slot can be freed alone)."""
+    return -(-words // PAGE_WORDS) * PAGE_WORDS
+
+
+class HostSpace:
+    """One solve run's arrays on this host. Every process has one HostSpace per
+    space name (see `space`), holding its mappings."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.folder = root() / name
+        self._maps: dict = {}
+        self._lock = threading.Lock()
+
+    # -- locks and small state files ----------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, name: str):
+        """An exclusive lock of this host (every process, every thread) on `name`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{name}.lock", "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def read_state(self, name: str, default=None):
+        try:
+            return json.loads((self.folder / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return default
+
+    def forget_state(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / f"{name}.json").unlink()
+
+    def write_state(self, name: str, value) -> None:
+        path = self.folder / f"{name}.json"
+        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, path)
+
+    # -- arrays ------------------------------------------------------------------------------
+    def array(self, name: str, words: int, fill=None, identity: str = "") -> np.ndarray:
+        """The host's uint64 array `name` of `words` words (zeros when made). `fill(array)`
+        runs once per host, by the process that makes it; `identity` says what it
+        holds, and a different one makes it anew."""
+        with self._lock:
+            mapped = self._maps.get(name)
+        if mapped is not None and mapped[1] == identity:
+            return mapped[0]
+        with self.locked(name):
+            ready = self.read_state(f"{name}.ready")
+            path = self.folder / f"{name}.u64"
+            if ready is None or ready.get("identity") != identity or ready.get("words") != words:
+                self._unmap(name)
+                with open(path, "wb") as handle:
+                    handle.truncate(words * 8)      # sparse: pages are taken when written
+                array = np.memmap(path, dtype=np.uint64, mode="r+", shape=(words,))
+                if fill is not None:
+                    fill(array)
+                self.write_state(f"{name}.ready", {"identity": identity, "words": words})
+            else:
+                array = np.memmap(path, dtype=np.uint64, mode="r+", shape=(words,))
+        with self._lock:
+            self._maps[name] = (array, identity)
+        return array
+
+    def has(self, name: str, identity: str | None = None) -> bool:
+        ready = self.read_state(f"{name}.ready")
+        return ready is not None and (identity is None or ready.get("identity") == identity)
+
+    def free(self, name: str, first_word: int, words: int) -> None:
+        """Give the pages of words [first_word, first_word + words) back to the host
+        (they read as zeros after); both ends must be page-aligned."""
+        with self._lock:
+            mapped = self._maps.get(name)
+        if mapped is None or words <= 0:
+            return
+        array = mapped[0]
+        array._mmap.madvise(mmap.MADV_REMOVE, first_word * 8, words * 8)
+
+    def _unmap(self, name: str) -> None:
+        # Never closed by hand: a task may still hold a view; the pages go with the last reference.
+        with self._lock:
+            self._maps.pop(name, None)
+
+    def mark(self, name: str, identity: str) -> None:
+        """Record that `name` (a slot of an array, filled under its lock) holds `identity`."""
+        self.write_state(f"{name}.ready", {"identity": identity})
+
+    def unmark(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / f"{name}.ready.json").unlink()
+
+    def drop(self, names) -> None:
+        """Forget arrays on this host (every process should call it: each mapping
+        keeps its pages until it is closed)."""
+        for name in names:
+            with self._lock:
+                self._maps.pop(name, None)
+            for suffix in (".u64", ".ready.json"):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.folder / f"{name}{suffix}").unlink()
+
+    def bytes_held(self) -> int:
+        """Bytes of RAM the space's files hold now (allocated pages, not their size)."""
+        if not self.folder.exists():
+            return 0
+        return sum(p.stat().st_blocks * 512 for p in self.folder.glob("*.u64"))
+
+    def remove(self) -> None:
+        with self._lock:
+            self._maps.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_SPACES: dict = {}
+_SPACES_LOCK = threading.Lock()
+
+
+def space(name: str) -> HostSpace:
+    with _SPACES_LOCK:
+        found = _SPACES.get(name)
+        if found is None:
+            found = _SPACES[name] = HostSpace(name)
+        return found
+
+
+def remove_spaces(prefix: str, keep: str | None = None) -> int:
+    """Remove this host's spaces whose name starts with `prefix` (but `keep`):
+    what earlier runs into the same output left in RAM. Returns how many."""
+    removed = 0
+    base = root()
+    if not base.exists():
+        return 0
+    for folder in base.glob(f"{prefix}*"):
+        if folder.name != keep:
+            with _SPACES_LOCK:
+                held = _SPACES.pop(folder.name, None)
+            if held is not None:
+                held.remove()
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed

@@ -1,0 +1,209 @@
+"""What one host holds for the pairs it works on, in shared memory (hostmem.py):
+
+- dependency layers, in one array per kazan row: layer (b, m) sits in row b's
+  array at a fixed slot, larger m first. A capture from layer (k1, k2) reaches
+  (k2, k1 + 2), (k2, k1 + 4), ...: the slots at the front of row k2, so the
+  bundle the kernels read (every capture target end to end) is a view of the
+  row, never a copy, and a layer needed by several pairs is held once;
+- a large pair's codes (2 bits a position per layer) and its round arrays
+  (where a frontier round's decisions gather, atomically, from every task on
+  the host), brought up to a round by applying the checkpoints in the store.
+
+So a host holds 2 bits per position of the pair (codes), 2 per position of one
+layer (the round array: a frontier round decides one layer, then the other),
+2 per position of its dependency layers, and each running task a chunk: whatever the number
+of chunks, threads and worker processes (memory.py predicts it).
+
+Dependency layers come from the store (checked against their checksums, a block
+at a time straight into their slot) or, for `solve --synthetic-deps`, from a
+seeded hash with realistic shares of wins, draws and losses.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import hostmem, kernels
+from .blocks import read_layer_codes
+from .pair import Delta, PairState, capture_targets, pair_layers
+from .store import read_json, round_marker
+from .variant import Variant
+
+_NO_LAYER = np.zeros(1, dtype=np.uint64)
+
+
+# -- dependency rows -------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def row_slots(variant: Variant, b: int) -> dict:
+    """m -> (first word, words) of layer (b, m) in row b's array: every layer a
+    capture can reach (m >= 2), larger m first, each slot whole pages."""
+    slots, first = {}, 0
+    for m in sorted((m for m in variant.kazans if m >= 2), reverse=True):
+        words = hostmem.page_round(kernels.code_words(variant.layer_size(b, m)))
+        slots[m] = (first, words)
+        first += words
+    return slots
+
+
+def row_words(variant: Variant, b: int) -> int:
+    return sum(words for _, words in row_slots(variant, b).values()) or hostmem.PAGE_WORDS
+
+
+@dataclass(frozen=True)
+class DepSource:
+    """Where dependency layers come from: the store, or (synthetic) a seed."""
+    synthetic_seed: int | None = None
+
+    def identity(self, layer: tuple, sha256: str | None) -> str:
+        if self.synthetic_seed is not None:
+            return f"synthetic:{self.synthetic_seed}"
+        return f"sha256:{sha256}"
+
+
+def synthetic_shares(variant: Variant, k1: int, k2: int) -> tuple:
+    """(win, loss) shares of a synthetic layer, as solved layers have them: the side
+    ahead on kazans mostly wins (24_4: 99% wins), even layers split about evenly,
+    and a few per cent are draws."""
+    lead = (k1 - k2) / variant.win_kazan
+    win = min(0.97, max(0.02, 0.5 + 0.9 * lead))
+    draw = 0.03
+    return win * (1 - draw), (1 - win) * (1 - draw)
+
+
+def fill_synthetic(variant: Variant, seed: int, layer: tuple, out: np.ndarray) -> None:
+    win, loss = synthetic_shares(variant, *layer)
+    limit = 1 << 32
+    salt = layer[0] * 1000 + layer[1]
+    kernels.synthetic_codes(out, variant.layer_size(*layer), np.uint64(seed), np.uint64(salt),
+                            np.uint64(int(win * limit)), np.uint64(int((win + loss) * limit)))
+
+
+def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: int, shas: dict):
+    """The capture targets of layer (k1, k2) as the kernels read them, a view of row
+    k2's array in host memory (each target loaded there once per host)."""
+    variant = job.variant
+    targets = capture_targets(variant, k1, k2)
+    start = np.zeros(kernels.MAX_DEPS, np.int64)
+    if not targets:
+        return _NO_LAYER, start
+    slots = row_slots(variant, k2)
+    row = space.array(f"row-{k2}", row_words(variant, k2))
+    end = 0
+    for layer in targets:
+        first, words = slots[layer[1]]
+        load_dep(space, job, source, layer, row, shas.get(layer))
+        start[(layer[1] - k1) // 2 - 1] = 32 * first
+        end = max(end, first + words)
+    return row[:end], start
+
+
+def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha256: str | None) -> None:
+    """Fill layer's slot of its row once per host (under the slot's lock)."""
+    variant = job.variant
+    name = f"row-{layer[0]}-{layer[1]}"
+    identity = source.identity(layer, sha256)
+    if space.has(name, identity):
+        return
+    first, words = row_slots(variant, layer[0])[layer[1]]
+    with space.locked(name):
+        if space.has(name, identity):
+            return
+        slot = row[first:first + kernels.code_words(variant.layer_size(*layer))]
+        if source.synthetic_seed is not None:
+            fill_synthetic(variant, source.synthetic_seed, layer, slot)
+        else:
+            read_layer_codes(job.store(), variant, *layer, out=slot)
+        space.mark(name, identity)
+
+
+def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
+    """Give back the host memory of dependency layers no pending pair needs."""
+    for b, m in layers:
+        if m not in row_slots(variant, b):
+            continue
+        first, words = row_slots(variant, b)[m]
+        row = space.array(f"row-{b}", row_words(variant, b))
+        space.unmark(f"row-{b}-{m}")
+        space.free(f"row-{b}", first, words)
+        del row
+
+
+# -- a large pair on a host -----------------------------------------------------------------
+def pair_arrays(pair) -> list:
+    return [f"{pair.key}-codes-{k1}_{k2}" for k1, k2 in pair.layers] + [f"{pair.key}-round"]
+
+
+class HostPair:
+    """A large pair's state on this host (shared by its processes), with the
+    rounds applied so far recorded beside it."""
+
+    def __init__(self, job, pair, dep_shas: dict, source: DepSource):
+        self.job = job
+        self.pair = pair
+        self.space = hostmem.space(job.space)
+        words = kernels.code_words(pair.layer_size)
+        codes = {l: self.space.array(f"{pair.key}-codes-{l[0]}_{l[1]}", words) for l in pair.layers}
+        round_array = self.space.array(f"{pair.key}-round", words)
+        found = {l: round_array for l in pair.layers}   # one layer's round at a time
+        bundles = {l: dep_bundle(self.space, job, source, *l, dep_shas) for l in pair.layers}
+        self.state = PairState(job.variant, pair.a, pair.b, codes=codes, found=found, bundles=bundles)
+
+    def applied(self) -> int:
+        return self.space.read_state(f"{self.pair.key}-applied", {"round": -1})["round"]
+
+    def sync(self, upto: int) -> dict:
+        """Apply the checkpointed rounds up to `upto` that this host has not applied.
+        Returns {round: positions decided in it} for the rounds applied here (exact:
+        what became decided, however many hosts decided it)."""
+        if self.applied() >= upto:
+            return {}
+        exact = {}
+        with self.space.locked(f"{self.pair.key}-sync"):
+            store = self.job.store()
+            for round_ in range(self.applied() + 1, upto + 1):
+                marker = read_json(store, round_marker(self.pair.key, round_))
+                exact[round_] = self.state.apply(Delta.from_bytes(store.read_bytes(name))
+                                                 for name in marker["parts"])
+                self.space.write_state(f"{self.pair.key}-applied", {"round": round_})
+        return exact
+
+
+_PAIRS: dict = {}
+_PAIRS_LOCK = threading.Lock()
+
+
+def host_pair(job, pair, dep_shas: dict, source: DepSource) -> HostPair:
+    key = (job.space, pair.key)
+    with _PAIRS_LOCK:
+        found = _PAIRS.get(key)
+    if found is None:
+        found = HostPair(job, pair, dep_shas, source)
+        with _PAIRS_LOCK:
+            found = _PAIRS.setdefault(key, found)
+    return found
+
+
+def forget_pair(space_name: str, pair) -> None:
+    """Drop a published pair's arrays, and the record of the rounds applied to them:
+    a task recomputed later (Dask redoes a finished task whose result died with a
+    worker) must start from round 0, and finds the checkpoints gone, rather than
+    take fresh zeros for the pair's values."""
+    with _PAIRS_LOCK:
+        _PAIRS.pop((space_name, pair.key), None)
+    space = hostmem.space(space_name)
+    space.drop(pair_arrays(pair))
+    space.forget_state(f"{pair.key}-applied")
+
+
+def layers_of(pair) -> list:
+    return pair_layers(pair.a, pair.b)
+
+
+def forget_all(space_name: str) -> None:
+    """This process lets go of every pair of a solve run."""
+    with _PAIRS_LOCK:
+        for key in [k for k in _PAIRS if k[0] == space_name]:
+            del _PAIRS[key]

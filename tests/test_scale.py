@@ -1,0 +1,197 @@
+"""Full scale: one code path for synthetic and real dependency layers, memory that
+fits the pair (not the pair times the threads or processes), distances rebuilt
+at publication equal to what the solver wrote before, and the memory check that
+refuses a pair before it runs."""
+import hashlib
+import json
+import logging
+import tracemalloc
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from bestemshe_dist import hostmem, kernels
+from bestemshe_dist.hostpair import fill_synthetic, row_slots, synthetic_shares
+from bestemshe_dist.memory import pair_memory
+from bestemshe_dist.plan import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.run import solve
+from bestemshe_dist.tasks import Job
+from bestemshe_dist.variant import Variant
+from conftest import ROOT, run_cli
+from oracle_support import solver_tables
+
+SMALL = Variant(8, 2)
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _seed_making(variant, layer, codes, tries=200_000):
+    """A seed whose synthetic layer equals `codes` (found by trying seeds)."""
+    npos = variant.layer_size(*layer)
+    out = kernels.new_codes(npos)
+    for seed in range(tries):
+        fill_synthetic(variant, seed, layer, out)
+        if np.array_equal(out, codes):
+            return seed
+    raise AssertionError(f"no seed in {tries} makes layer {layer}")
+
+
+def test_synthetic_dependencies_take_the_real_path(client, tmp_path):
+    """A seed whose synthetic layers equal the real ones gives the real files."""
+    real = tmp_path / "real"
+    solve(client, Job(str(real), SMALL), make_plan(SMALL))
+    pair = pair_plan(SMALL, 2, 2)
+    assert pair.deps == ((2, 4),)
+    tables = solver_tables(real, SMALL)
+    seed = _seed_making(SMALL, (2, 4), tables[(2, 4)][0])
+
+    synthetic = tmp_path / "synthetic"
+    lines = []
+    solve(client, Job(str(synthetic), SMALL, synthetic=seed), single_pair_plan(SMALL, 2, 2), lines.append,
+          chunk_size=7)
+    assert any("pair-2-2 round 2 (" in line for line in lines)   # the chunked path, several chunks
+    for kind in ("win", "draw"):
+        name = f"layer_2_2_{kind}.bin"
+        assert (synthetic / name).read_bytes() == (real / name).read_bytes()
+    manifest = json.loads((synthetic / "manifest.json").read_text())
+    assert manifest["synthetic"] == {"seed": seed, "pairs": ["pair-2-2"]}
+    assert sorted(manifest["layers"]) == ["2_2"]
+
+
+def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
+    out = tmp_path / "syn"
+    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", out,
+                   "--workers", 1, "--chunk-size", 7, "--dashboard-address", "none")
+    assert done.returncode == 0, done.stderr
+    for args, needle in (
+        (["solve", "--stones", 8, "--pits", 2, "--out", out, "--workers", 1],
+         "holds synthetic output (solve --synthetic-deps), which can never be part of a real tablebase"),
+        (["solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 6, "--out", out,
+          "--workers", 1], "holds synthetic output of another run (seed 5, pair-2-2)"),
+        (["probe", out, "2", "2", "1", "1", "1", "1"], "holds synthetic output (solve --synthetic-deps, seed 5)"),
+        (["verify", out, "--workers", 1], "holds synthetic output"),
+        (["checksums", out], "holds synthetic output"),
+    ):
+        failed = run_cli(*args)
+        errors = [l for l in failed.stderr.splitlines() if not l.startswith("[")]
+        assert failed.returncode == 1 and len(errors) == 1 and needle in errors[0], failed.stderr
+    real = tmp_path / "real"
+    assert run_cli("solve", "--stones", 8, "--pits", 2, "--out", real, "--workers", 1).returncode == 0
+    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", real,
+                   "--workers", 1)
+    assert done.returncode == 1 and "synthetic output (solve --synthetic-deps) may never be mixed into" in \
+        done.stderr
+    for args, needle in ((["--synthetic-deps", 3], "--synthetic-deps needs --pair A B"),
+                         (["--pair", 2, 3], "3 is not a kazan of the 8-stone game"),
+                         (["--pair", 2, 2, "--min-captured", 4], "give one of them")):
+        done = run_cli("solve", "--stones", 8, "--pits", 2, "--out", tmp_path / "x", *args)
+        assert done.returncode == 2 and needle in done.stderr and not (tmp_path / "x").exists()
+
+
+def test_synthetic_shares_are_realistic():
+    v = Variant(50, 5)
+    for layer in ((24, 4), (12, 12), (4, 24), (0, 2)):
+        codes = kernels.new_codes(v.layer_size(*layer))
+        fill_synthetic(v, 7, layer, codes[:4096])       # the first 131,072 positions
+        wins, losses, draws = kernels.count_codes(codes[:4096], 4096 * 32)
+        win, loss = synthetic_shares(v, *layer)
+        n = 4096 * 32
+        assert abs(wins / n - win) < 0.01 and abs(losses / n - loss) < 0.01 and 0.02 < draws / n < 0.04
+    assert synthetic_shares(v, 24, 4)[0] > 0.9 and synthetic_shares(v, 4, 24)[1] > 0.9
+
+
+def _task_peak(threads, pair, rounds=3):
+    """Traced (Python and numpy) memory of a synthetic chunked solve of `pair`, its
+    tasks on `threads` threads of this process; host arrays are mapped, not traced."""
+    variant = Variant(50, 5)
+    with LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        import tempfile
+        with tempfile.TemporaryDirectory() as out:
+            job = Job(out, variant, synthetic=3)
+            client.run(kernels.new_codes, 1)
+            tracemalloc.start()
+            try:
+                solve(client, job, single_pair_plan(variant, *pair), chunk_size=1 << 16,
+                      stop_after_rounds=rounds)
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+
+def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
+    """A chunk task holds its chunk (65,536 positions: 16 KiB of codes), never a
+    layer: the traced peak of a whole solve is the same for a layer of 2.0M
+    positions (0.5 MiB of codes) and one of 4.7M (1.1 MiB), and with 4 threads it
+    grows by at most a few chunks' worth, not by layers."""
+    small_layer = _task_peak(1, (10, 24))      # 2,042,975 positions a layer
+    large_layer = _task_peak(1, (8, 24))       # 4,686,825
+    four_threads = _task_peak(4, (8, 24))
+    layer_codes = kernels.code_words(4_686_825) * 8
+    assert large_layer - small_layer < layer_codes / 4, (small_layer, large_layer)
+    assert four_threads - large_layer < layer_codes / 2, (large_layer, four_threads)
+
+
+def test_host_memory_is_held_once_for_all_worker_processes(tmp_path):
+    """Two worker processes on one host share the pair's arrays and dependency
+    layers: the host memory held equals what one process holds."""
+    held = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        done = run_cli("solve", "--pair", 10, 24, "--synthetic-deps", 3, "--stop-after-rounds", 2,
+                       "--workers", workers, "--chunk-size", 1 << 18, "--out", out, "--dashboard-address", "none")
+        assert done.returncode == 0, done.stderr
+        line = next(l for l in done.stderr.splitlines() if "host memory held at most:" in l)
+        held[workers] = int(line.split("at most:")[1].split()[0].replace(",", ""))
+    variant = Variant(50, 5)
+    pair = pair_plan(variant, 10, 24)
+    expected = pair_memory(variant, pair, 1 << 18, 1, 1)
+    assert held[1] == held[2], held
+    page = hostmem.PAGE_WORDS * 8
+    # What memory.py predicts, to a page per array (the last page of each).
+    assert expected.pair + expected.deps - 10 * page <= held[1] <= expected.pair + expected.deps + 3 * page
+
+
+def test_the_50_stone_endgame_with_distances_equals_the_earlier_solver(client, tmp_path):
+    reference = json.loads((ROOT / "tests" / "fixtures" / "m36-dtz-sha256.json").read_text())
+    lines = []
+    solve(client, Job(str(tmp_path), Variant(50, 5), dtz=True), make_plan(Variant(50, 5), 36), lines.append,
+          chunk_size=200_000)
+    assert any("pair-12-24 round 3 (" in line for line in lines)    # 817,190 positions: chunked
+    got = {name: _sha(tmp_path / name) for name in reference}
+    assert got == reference
+
+
+def test_the_memory_check_refuses_a_pair_that_cannot_fit(tmp_path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text("local:\n  workers: 1\n  memory-limit: 250MiB\n")
+    out = tmp_path / "tb"
+    done = run_cli("solve", "--min-captured", 28, "--config", config, "--out", out,
+                   "--chunk-size", 1 << 20, "--dashboard-address", "none")
+    errors = [l for l in done.stderr.splitlines() if not l.startswith("[")]
+    assert done.returncode == 1 and len(errors) == 1, done.stderr
+    assert "pair-" in errors[0] and "needs about" in errors[0] and "give each host's workers more memory" in \
+        errors[0]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["layers"] == {}                      # nothing of any pair ran
+    assert not list((out / ".bestemshe").glob("pairs/pair-*"))
+
+
+def test_plan_shows_what_each_pair_needs():
+    done = run_cli("plan", "--threads", 32, "--processes", 1)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert "memory per host for 32 running tasks in 1 worker processes" in lines[1]
+    row = next(l for l in lines if "pair-0-2 " in l)
+    assert "38,952,142,372" in row and " GiB " in row
+
+
+def test_row_slots_are_pages_and_start_with_the_largest_kazan():
+    v = Variant(50, 5)
+    slots = row_slots(v, 0)
+    assert list(slots) == sorted(slots, reverse=True) and 0 not in slots
+    assert all(first % hostmem.PAGE_WORDS == 0 and words % hostmem.PAGE_WORDS == 0
+               for first, words in slots.values())
