@@ -41,6 +41,8 @@ DEFAULT_DASHBOARD = "127.0.0.1:8787"
 # MEMORY__* variables (configs/, deploy/).
 SHARED_MEMORY_WORKERS = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
                          "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}
+SHARED_MEMORY_ENV = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): "False"
+                     for key in SHARED_MEMORY_WORKERS}
 DEFAULT_WAIT_SECONDS = 600
 _NO_DASHBOARD_HTTP = "127.0.0.1:0"  # without a dashboard, the scheduler's /health server
 
@@ -284,6 +286,9 @@ def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOAR
         if dask.config.get(f"jobqueue.slurm.{key}", default=None) is None:
             kwargs[key] = default
     kwargs.update(section)
+    # The worker jobs keep Dask's per-process memory rules off (see SHARED_MEMORY_WORKERS).
+    kwargs["job_script_prologue"] = ([f"export {k}={v}" for k, v in SHARED_MEMORY_ENV.items()]
+                                     + list(kwargs.get("job_script_prologue") or []))
     options = dict(kwargs.get("scheduler_options") or {})
     if "dashboard_address" not in options and "dashboard" not in options:
         address = _dashboard(dashboard_address, section)
@@ -378,7 +383,7 @@ def kubernetes_spec(section: dict, replicas: int, path: str = "the config") -> d
     threads = _positive(section.get("threads_per_worker", 1), "kubernetes.threads-per-worker", path)
     spec = make_cluster_spec(name=str(section.get("name") or "bestemshe"), image=str(image),
                              n_workers=replicas, resources=resources,
-                             env={str(k): str(v) for k, v in env.items()},
+                             env={**SHARED_MEMORY_ENV, **{str(k): str(v) for k, v in env.items()}},
                              scheduler_service_type=str(section.get("scheduler_service_type", "ClusterIP")),
                              idle_timeout=int(section.get("idle_timeout", 0)))
     worker = spec["spec"]["worker"]["spec"]["containers"][0]

@@ -35,7 +35,7 @@ from .progress import Progress
 from .tables import distance_width
 from .store import PRIVATE, bytes_read, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task,
-                    host_memory_bytes, host_ram_bytes, host_tag, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
+                    host_memory_bytes, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
                     round_chunk_task, solve_pair_task, warm_up)
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
@@ -157,6 +157,9 @@ class Driver:
         dep_shas = self.dep_shas(pair)
         series_name = f"{pair_prefix(pair.key)}/series.json"
         markers = completed_rounds(store, pair.key)
+        if markers and not all(is_part(name) for m in markers for name in m["parts"]):
+            self.log(f"{pair.key}: its checkpoints are of an older version of this tool; it starts over")
+            markers = []
         if markers and store.exists(series_name):
             series = read_json(store, series_name)["series"]
             self.log(f"{pair.key}: resuming after round {len(markers) - 1}")
@@ -225,11 +228,21 @@ class Driver:
             # round's checkpoints of its range), so its working set is a chunk's.
             tables.append(("dtz", fmt.blocks_for_bits(8 * width * pair.layer_size), width,
                            max(1, self.chunk_size * width // fmt.BLOCK_BYTES)))
+        def checkpoints_of(layer, table, b, end, width):
+            """Every round's parts of `layer` that hold positions of blocks [b, end) of a
+            distance file (what its part task reads; nothing for the bits)."""
+            if table != "dtz":
+                return None
+            lo, hi = b * fmt.BLOCK_BYTES // width, end * fmt.BLOCK_BYTES // width
+            return [[name for name in names if part_of(name)[0] == tuple(layer)
+                     and ranges[part_of(name)[1]][0] < hi and ranges[part_of(name)[1]][1] > lo]
+                    for names in round_parts]
+
         layer_futures = {}
         for layer in pair.layers:
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
                                    table, g, b, min(b + step, blocks), width,
-                                   round_parts if table == "dtz" else None, self.chunk_size,
+                                   checkpoints_of(layer, table, b, min(b + step, blocks), width),
                                    key=f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}",
                                    pure=False, retries=3)
                      for table, blocks, width, step in tables
@@ -466,6 +479,12 @@ class Driver:
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+            # Task keys are fixed, so the cluster must forget this solve's tasks before
+            # another solve on it submits the same keys (finished ones too: their
+            # results would be taken for the next solve's). A finished task that Dask
+            # recomputes meanwhile (its worker died) finds its layer published and
+            # writes nothing (tasks._already_published).
+            self.client.cancel(list(self.layer_futures.values()))
         peaks = self.client.run(peak_rss_bytes)
         self.sample_host_memory()
         summary = SolveSummary(len(todo - stopped), skipped, positions, time.perf_counter() - start,
@@ -478,9 +497,6 @@ class Driver:
         self.manifest["layers"][manifest_key(*layer)] = entry
         self.store.write_manifest(self.manifest)  # after the layer's files: the entry comes last
         self.finished[layer] = entry
-        # Let Dask forget the layer's tasks: a finished result held here would be
-        # recomputed if its worker died, long after the pair's state is gone.
-        self.layer_futures.pop(layer, None)
         c = entry["counts"]
         done = sum(1 for l in self.plan.layers if l in self.finished)
         self.log(f"layer {layer[0]}_{layer[1]} done ({done}/{len(self.plan.layers)}): "

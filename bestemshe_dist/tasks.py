@@ -158,6 +158,10 @@ def part_name(pair_key: str, round_: int, layer: tuple, chunk: int, tag: str) ->
     return f"{round_prefix(pair_key, round_)}/{layer[0]}_{layer[1]}-c{chunk:05d}-{tag}.delta"
 
 
+def is_part(name: str) -> bool:
+    return _PART.match(name.rsplit("/", 1)[-1]) is not None
+
+
 def part_of(name: str) -> tuple:
     """(layer, chunk) of a checkpoint part."""
     match = _PART.match(name.rsplit("/", 1)[-1])
@@ -244,6 +248,13 @@ def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
                 _write_part(store, name, delta)
                 parts[name] = delta.decided
             state.clear(layer, lo, hi)
+        # An earlier try of this flush that died part-way wrote some parts and
+        # emptied their ranges: they belong to the round all the same.
+        pattern = f"{round_prefix(pair.key, round_)}/{layer[0]}_{layer[1]}-c*-{tag}.delta"
+        for name in store.list_names(pattern):
+            full = f"{round_prefix(pair.key, round_)}/{name}"
+            if full not in parts:
+                parts[full] = Delta.from_bytes(store.read_bytes(full)).decided
     return {"parts": parts, "tag": tag}
 
 
@@ -253,15 +264,18 @@ def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str
 
 def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
                       layer: tuple, table: str, group: int, first_block: int, end_block: int,
-                      width: int = 1, round_parts: list | None = None, chunk_size: int = 0) -> dict:
+                      width: int = 1, round_parts: list | None = None) -> dict:
     """Compress blocks [first_block, end_block) of one of a solved layer's files and
     write the frames, concatenated, as part files: table "bits" gives the win and
     draw files' blocks (from this host's codes), table "dtz" the distance file's
     (`width` bytes a position), rebuilt for just these positions from the
-    checkpoints (`round_parts`: every round's part names)."""
+    checkpoints (`round_parts`: per round, the names of its parts that hold
+    positions of this range)."""
     npos = pair.layer_size
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
     result = {"table": table, "group": group, "sizes": {}}
+    if _already_published(job.store(), layer) is not None:
+        return result       # recomputed after its layer was published (its worker died): nothing to do
     if table == "bits":
         host = host_pair(job, pair, dep_shas, job.dep_source)
         host.sync(final_round)
@@ -281,8 +295,7 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
 
         def rounds():
             for names in round_parts:
-                yield [Delta.from_bytes(store.read_bytes(name)) for name in names
-                       if part_of(name)[0] == tuple(layer) and _overlaps(part_of(name)[1], chunk_size, lo, hi)]
+                yield [Delta.from_bytes(store.read_bytes(name)) for name in names]
         dtz = distances_from(job.variant, job.variant.board_stones(*layer), lo, hi, rounds(), width)
         raw = np.zeros(nbytes, np.uint8)
         data = distance_bytes(dtz, width)
@@ -295,11 +308,6 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
         store.write_bytes(publish_part_name(pair.key, layer, kind, group), b"".join(frames))
         result["sizes"][kind] = [len(f) for f in frames]
     return result
-
-
-def _overlaps(chunk: int, chunk_size: int, lo: int, hi: int) -> bool:
-    """Whether chunk `chunk` (positions chunk * chunk_size on) touches [lo, hi)."""
-    return chunk * chunk_size < hi and (chunk + 1) * chunk_size > lo
 
 
 def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int,
