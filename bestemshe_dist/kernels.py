@@ -440,20 +440,6 @@ def merge_codes_at(codes, lo, chunk, count):
 
 
 @njit(cache=True, nogil=True)
-def stamp_distances(dtz, chunk, lo, count, value):
-    """dtz[lo + i] = value for every decided position i < count of a chunk-local code array."""
-    for w in range(code_words(count)):
-        x = chunk[w]
-        if x == 0:
-            continue
-        for j in range(32):
-            if (x >> np.uint64(2 * j)) & np.uint64(3) != 0:
-                i = w * 32 + j
-                if i < count:
-                    dtz[lo + i] = value
-
-
-@njit(cache=True, nogil=True)
 def decided_in(chunk, count, lo, ranks, values):
     """List the decided positions (WIN or LOSS; not CHECKED) of a chunk-local code
     array, ranks offset by lo, in rank order; ranks/values must have room for every

@@ -241,11 +241,7 @@ class PairState:
             if self.dtz is not None:
                 if delta.round + 1 > np.iinfo(np.uint16).max:
                     raise OverflowError("a distance does not fit in 16 bits")
-                if delta.dense is not None:
-                    kernels.stamp_distances(self.dtz[delta.layer], delta.dense, delta.lo,
-                                            delta.hi - delta.lo, delta.round + 1)
-                else:
-                    self.dtz[delta.layer][delta.ranks] = delta.round + 1
+                delta.stamp(self.dtz[delta.layer], 0, delta.round + 1)
         return new
 
     def distances(self, layer: tuple) -> np.ndarray:

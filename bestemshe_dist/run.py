@@ -474,17 +474,14 @@ class Driver:
             # stale results. Cancel every task in flight and wait for the pair threads.
             with self.round_lock:
                 in_flight = list(self.round_futures)
+            # (Finished layers too: a solve on the same cluster reuses their keys. A
+            # finished task that Dask recomputes after its worker died finds its layer
+            # published and writes nothing: tasks._already_published.)
             self.client.cancel(list(self.layer_futures.values()) + in_flight)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-            # Task keys are fixed, so the cluster must forget this solve's tasks before
-            # another solve on it submits the same keys (finished ones too: their
-            # results would be taken for the next solve's). A finished task that Dask
-            # recomputes meanwhile (its worker died) finds its layer published and
-            # writes nothing (tasks._already_published).
-            self.client.cancel(list(self.layer_futures.values()))
         peaks = self.client.run(peak_rss_bytes)
         self.sample_host_memory()
         summary = SolveSummary(len(todo - stopped), skipped, positions, time.perf_counter() - start,
