@@ -15,6 +15,7 @@ from bestemshe_dist import hostmem, kernels
 from bestemshe_dist.hostpair import fill_synthetic, row_slots, synthetic_shares
 from bestemshe_dist.memory import pair_memory
 from bestemshe_dist.plan import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.progress import Progress
 from bestemshe_dist.run import solve
 from bestemshe_dist.tasks import Job
 from bestemshe_dist.variant import Variant
@@ -103,34 +104,62 @@ def test_synthetic_shares_are_realistic():
     assert synthetic_shares(v, 24, 4)[0] > 0.9 and synthetic_shares(v, 4, 24)[1] > 0.9
 
 
-def _task_peak(threads, pair, rounds=3):
-    """Traced (Python and numpy) memory of a synthetic chunked solve of `pair`, its
-    tasks on `threads` threads of this process; host arrays are mapped, not traced."""
+class _RoundPeaks(Progress):
+    """The traced memory each round added at its peak, above what was held when it
+    started (tracemalloc: Python objects and numpy arrays; host arrays are mapped
+    files, not traced)."""
+
+    def __init__(self):
+        self.peaks = []
+        self._start = 0
+
+    def _mark(self):
+        tracemalloc.reset_peak()
+        self._start = tracemalloc.get_traced_memory()[0]
+
+    def started(self, *args):
+        self._mark()
+
+    def round_done(self, *args):
+        self.peaks.append(tracemalloc.get_traced_memory()[1] - self._start)
+        self._mark()
+
+
+def _task_peak(threads, pair, rounds=3, chunks=32):
+    """The largest traced memory a round of a synthetic chunked solve of `pair`
+    added, its tasks on `threads` threads of this process, each layer cut in
+    `chunks` chunks (so that Dask's own bookkeeping, which grows with the number
+    of tasks, is the same for every pair)."""
     variant = Variant(50, 5)
+    size = variant.layer_size(*pair)
+    chunk_size = -(-size // chunks // 32) * 32
     with LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, dashboard_address=None,
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         import tempfile
         with tempfile.TemporaryDirectory() as out:
             job = Job(out, variant, synthetic=3)
-            client.run(kernels.new_codes, 1)
+            rounds_seen = _RoundPeaks()
             tracemalloc.start()
             try:
-                solve(client, job, single_pair_plan(variant, *pair), chunk_size=1 << 16,
-                      stop_after_rounds=rounds)
-                return tracemalloc.get_traced_memory()[1]
+                solve(client, job, single_pair_plan(variant, *pair), chunk_size=chunk_size,
+                      stop_after_rounds=rounds, progress=rounds_seen)
             finally:
                 tracemalloc.stop()
+            assert len(rounds_seen.peaks) == rounds
+            return max(rounds_seen.peaks)
 
 
 def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
-    """A chunk task holds its chunk (65,536 positions: 16 KiB of codes), never a
-    layer: the traced peak of a whole solve is the same for a layer of 2.0M
-    positions (0.5 MiB of codes) and one of 4.7M (1.1 MiB), and with 4 threads it
-    grows by at most a few chunks' worth, not by layers."""
+    """A chunk task holds its chunk, never a layer: what a round adds to the traced
+    memory grows by much less than a layer's codes from a layer of 2.0M positions
+    (0.5 MiB of codes, chunks of 64K positions) to one of 20.2M (4.8 MiB, chunks
+    of 630K), and with 4 threads by much less than a layer, not by four. (A task
+    that copied its layer, as frontier tasks did before, adds a layer per task:
+    about 5 MiB here with one thread, 20 MiB with four.)"""
     small_layer = _task_peak(1, (10, 24))      # 2,042,975 positions a layer
-    large_layer = _task_peak(1, (8, 24))       # 4,686,825
-    four_threads = _task_peak(4, (8, 24))
-    layer_codes = kernels.code_words(4_686_825) * 8
+    large_layer = _task_peak(1, (4, 24))       # 20,160,075
+    four_threads = _task_peak(4, (4, 24))
+    layer_codes = kernels.code_words(20_160_075) * 8
     assert large_layer - small_layer < layer_codes / 4, (small_layer, large_layer)
     assert four_threads - large_layer < layer_codes / 2, (large_layer, four_threads)
 
