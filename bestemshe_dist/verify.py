@@ -10,10 +10,10 @@ faults per chunk); layer data moves from the store to the workers, which decode
 each layer once (2 bits per position, plus its distance table) and share it
 between their tasks:
 
-- `verify-files-<k1>-<k2>`: the layer's files against the manifest (sizes,
+- `verify-files-<k1>-<k2>-<run>`: the layer's files against the manifest (sizes,
   sha256, counts, largest distance), their headers and frames, no position
   marked both win and draw;
-- `verify-<k1>-<k2>-chunk-<c>`: positions [lo, hi) of the layer (or, with
+- `verify-<k1>-<k2>-chunk-<c>-<run>`: positions [lo, hi) of the layer (or, with
   --sample, some random ranks) against their children.
 """
 from __future__ import annotations
@@ -580,6 +580,9 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
     use_dtz = (not wdl_only and manifest is not None
                and any(isinstance(e, dict) and e.get("dtz") for e in present.values()))
     job = VerifyJob(url, variant, dict(storage_options or {}), uuid.uuid4().hex)
+    # Task keys end with the run: a verify right after another on the same cluster
+    # must not be answered with (or cancelled by the end of) the one before.
+    tag = job.run[:8]
     specs = {}
     results = {}
     for layer, entry in present.items():
@@ -630,7 +633,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
     cpu_seconds = 0.0
     try:
         file_futures = {layer: client.submit(verify_files_task, job, specs[layer], sample is not None,
-                                             key=f"verify-files-{layer[0]}-{layer[1]}", pure=False)
+                                             key=f"verify-files-{layer[0]}-{layer[1]}-{tag}", pure=False)
                         for layer in needed}
         futures += list(file_futures.values())
         files = dict(zip(file_futures, client.gather(list(file_futures.values()))))
@@ -667,7 +670,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
             if sample is None:
                 pieces = [(lo, min(lo + chunk_size, spec.positions)) for lo in range(0, spec.positions, chunk_size)]
                 submitted = [client.submit(verify_chunk_task, job, spec, specs[partner], deps, c, lo, hi,
-                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}", pure=False)
+                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}-{tag}", pure=False)
                              for c, (lo, hi) in enumerate(pieces)]
             else:
                 rng = np.random.default_rng([seed, *layer])
@@ -676,7 +679,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
                     if count < spec.positions else np.arange(spec.positions, dtype=np.int64)
                 submitted = [client.submit(verify_sample_task, job, spec, specs[partner], deps, c,
                                            ranks[lo:lo + SAMPLE_CHUNK],
-                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}", pure=False)
+                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}-{tag}", pure=False)
                              for c, lo in enumerate(range(0, count, SAMPLE_CHUNK))]
             results[layer].chunks_left = len(submitted)
             chunk_futures += submitted
