@@ -28,7 +28,7 @@ import numpy as np
 
 from . import hostmem, kernels
 from .blocks import read_layer_codes
-from .pair import Delta, PairState, capture_targets, pair_layers
+from .pair import Delta, PairState, capture_targets
 from .store import read_json, round_marker
 from .variant import Variant
 
@@ -125,10 +125,9 @@ def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
         if m not in row_slots(variant, b):
             continue
         first, words = row_slots(variant, b)[m]
-        row = space.array(f"row-{b}", row_words(variant, b))
+        space.array(f"row-{b}", row_words(variant, b))   # mapped here, so that free() can reach it
         space.unmark(f"row-{b}-{m}")
         space.free(f"row-{b}", first, words)
-        del row
 
 
 # -- a large pair on a host -----------------------------------------------------------------
@@ -196,10 +195,6 @@ def forget_pair(space_name: str, pair) -> None:
     space = hostmem.space(space_name)
     space.drop(pair_arrays(pair))
     space.forget_state(f"{pair.key}-applied")
-
-
-def layers_of(pair) -> list:
-    return pair_layers(pair.a, pair.b)
 
 
 def forget_all(space_name: str) -> None:

@@ -35,7 +35,7 @@ from .progress import Progress
 from .tables import distance_width
 from .store import PRIVATE, bytes_read, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task,
-                    host_memory_bytes, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
+                    host_memory_bytes, host_memory_room, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
                     round_chunk_task, solve_pair_task, warm_up)
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
@@ -383,13 +383,17 @@ class Driver:
         (the sum of their memory limits, at most the host's RAM)."""
         workers = self.client.scheduler_info()["workers"]
         ram = self.client.run(host_ram_bytes)
+        room = self.client.run(host_memory_room, self.job.space)
         hosts: dict = {}
         for address, info in workers.items():
-            h = hosts.setdefault(info["host"], {"limits": [], "threads": 0, "processes": 0, "ram": 0})
+            h = hosts.setdefault(info["host"], {"limits": [], "threads": 0, "processes": 0, "ram": 0,
+                                                "room": None, "folder": ""})
             h["limits"].append(info.get("memory_limit") or 0)
             h["threads"] += info.get("nthreads", 1)
             h["processes"] += 1
             h["ram"] = max(h["ram"], ram.get(address, 0))
+            if address in room:
+                h["room"], h["folder"] = room[address]
         for h in hosts.values():
             limited = all(h["limits"]) and h["limits"]
             h["budget"] = min(sum(h["limits"]), h["ram"]) if limited else h["ram"]
@@ -406,6 +410,12 @@ class Driver:
                 continue
             for host, h in hosts.items():
                 need = pair_memory(self.job.variant, pair, self.chunk_size, h["threads"], h["processes"])
+                if h["room"] is not None and need.pair + need.deps > h["room"]:
+                    raise BestemsheError(
+                        f"{pair.key} needs {gib(need.pair + need.deps)} of shared arrays on each host but "
+                        f"{h['folder']} on host {host} has room for {gib(h['room'])}: give the host (the "
+                        "container's /dev/shm) more, or point BESTEMSHE_HOST_MEMORY at a larger RAM-backed "
+                        "folder.")
                 if need.total > h["budget"]:
                     raise BestemsheError(
                         f"{pair.key} ({pair.positions:,} positions, {pair.dep_positions:,} in its dependency "

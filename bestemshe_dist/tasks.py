@@ -394,6 +394,13 @@ def end_of_run(space_name: str) -> int:
     return 0
 
 
+def host_memory_room(space_name: str) -> tuple:
+    """(bytes the host arrays' folder can still take, plus what this run holds
+    there already; the folder): a container's /dev/shm can be far smaller than
+    its memory."""
+    return hostmem.free_bytes() + hostmem.space(space_name).bytes_held(), str(hostmem.root())
+
+
 def host_ram_bytes() -> int:
     """This host's physical memory."""
     import psutil

@@ -224,3 +224,18 @@ def test_row_slots_are_pages_and_start_with_the_largest_kazan():
     assert list(slots) == sorted(slots, reverse=True) and 0 not in slots
     assert all(first % hostmem.PAGE_WORDS == 0 and words % hostmem.PAGE_WORDS == 0
                for first, words in slots.values())
+
+
+def test_a_host_memory_folder_too_small_is_refused_before_the_pair_runs(client, tmp_path, monkeypatch):
+    """A container's /dev/shm can be far smaller than its memory (Docker's is 64 MiB):
+    arrays larger than the folder's room would crash the workers mid-round."""
+    from bestemshe_dist import run as run_module
+    from bestemshe_dist.errors import BestemsheError
+
+    monkeypatch.setattr(run_module, "host_memory_room", lambda space: (1 << 20, "/dev/shm/tiny"))
+    variant = Variant(50, 5)
+    with pytest.raises(BestemsheError, match=r"pair-10-24 needs .* of shared arrays on each host but "
+                                             r"/dev/shm/tiny on host .* has room for 1 MiB"):
+        solve(client, Job(str(tmp_path), variant, synthetic=1), single_pair_plan(variant, 10, 24),
+              chunk_size=1 << 18)
+    assert json.loads((tmp_path / "manifest.json").read_text())["layers"] == {}
