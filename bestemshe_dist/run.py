@@ -38,6 +38,9 @@ from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches
                     host_memory_bytes, host_memory_room, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
                     round_chunk_task, solve_pair_task, warm_up)
 
+# How often the driver looks whether a flush's host still has workers while it waits.
+HOST_POLL_SECONDS = 5.0
+
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
 # compresses on its own; large enough that a round's fixed costs stay small.
 DEFAULT_CHUNK_SIZE = 2 * fmt.BLOCK_BITS
@@ -314,8 +317,8 @@ class Driver:
                     result = self._wait_on_host(future, host)
                 except Exception as exc:
                     if host in ran:
-                        raise _RedoRound(f"the flush on host {host} failed ({str(exc).splitlines()[0][:80]})") \
-                            from None
+                        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
+                        raise _RedoRound(f"the flush on host {host} failed ({why})") from None
                     continue  # a host that ran nothing of the round had nothing to write
                 parts.update(result["parts"])
         finally:
@@ -330,7 +333,10 @@ class Driver:
         from distributed import wait
 
         while True:
-            wait([future], timeout=5)
+            try:
+                wait([future], timeout=HOST_POLL_SECONDS)
+            except DaskTimeout:    # still running: look at its host, then wait again
+                pass
             if future.done():
                 return future.result()
             if self.stop.is_set():

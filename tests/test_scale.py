@@ -239,3 +239,18 @@ def test_a_host_memory_folder_too_small_is_refused_before_the_pair_runs(client, 
         solve(client, Job(str(tmp_path), variant, synthetic=1), single_pair_plan(variant, 10, 24),
               chunk_size=1 << 18)
     assert json.loads((tmp_path / "manifest.json").read_text())["layers"] == {}
+
+
+def test_a_flush_that_outlasts_the_drivers_look_at_its_host_is_waited_for(client, tmp_path, monkeypatch):
+    """The driver looks every HOST_POLL_SECONDS whether a flush's host still has
+    workers; a flush longer than that (the largest layers take seconds) is waited
+    for, not taken for a failure."""
+    from bestemshe_dist import run as run_module
+
+    monkeypatch.setattr(run_module, "HOST_POLL_SECONDS", 0.0005)
+    variant = Variant(50, 5)
+    lines = []
+    solve(client, Job(str(tmp_path), variant, synthetic=2), single_pair_plan(variant, 10, 24), lines.append,
+          chunk_size=1 << 16, stop_after_rounds=4)
+    assert any("round 3 (frontier" in line for line in lines), lines
+    assert not any("running it again" in line for line in lines), lines
