@@ -148,6 +148,8 @@ class Driver:
         solved = self.client.submit(solve_pair_task, self.job, pair, self.dep_shas(pair), *dep_futures,
                                     key=pair.key, pure=False, retries=2)
         for layer in pair.layers:
+            if layer in self.finished:   # published before a crash: counted once, as skipped
+                continue
             future = self.client.submit(publish_layer_task, self.job, layer, solved,
                                         key=layer_key(*layer), pure=False, retries=2)
             self.layer_futures[layer] = future
@@ -243,6 +245,8 @@ class Driver:
 
         layer_futures = {}
         for layer in pair.layers:
+            if layer in self.finished:   # published before a crash: counted once, as skipped
+                continue
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
                                    table, g, b, min(b + step, blocks), width,
                                    checkpoints_of(layer, table, b, min(b + step, blocks), width),
@@ -456,7 +460,7 @@ class Driver:
             self.log(f"{skipped} layers already published, skipped")
         pending = [p for p in self.plan.pairs if not all(l in self.finished for l in p.layers)]
         self.check_memory(pending)
-        todo = {layer for p in pending for layer in p.layers}
+        todo = {layer for p in pending for layer in p.layers if layer not in self.finished}
         write_json(self.store, SOLVE_RECORD, {"min_captured": self.plan.min_captured,
                                               "chunk_size": self.chunk_size, "method": self.job.method,
                                               "dtz": self.job.dtz, "started": time.time()})

@@ -190,3 +190,27 @@ def test_a_failed_solve_leaves_no_task_behind_on_its_cluster(client, tmp_path, r
     out = tmp_path / "again"
     solve(client, Job(str(out), variant), make_plan(variant), chunk_size=CHUNK)
     same_files(out, reference)
+
+
+@pytest.mark.parametrize("chunk", [CHUNK, 10**9], ids=["large-pair", "small-pair"])
+def test_a_pair_with_one_layer_published_publishes_only_the_other(tmp_path, reference, chunk):
+    """A crash between the two layers of a pair: the run after it solves the pair
+    again but publishes and counts only the layer that is missing."""
+    import json
+    import shutil
+
+    out = tmp_path / "tb"
+    shutil.copytree(reference, out)
+    for name in ("layer_2_0_win.bin", "layer_2_0_draw.bin", "layer_2_0.sums.json"):
+        (out / name).unlink()
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["layers"]["2_0"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    kept = (out / "layer_0_2_win.bin").stat().st_mtime_ns
+    args = [a if a != CHUNK else chunk for a in ARGS]
+    done = run_cli(*args, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert re.findall(r"layer (\d+_\d+) done", done.stderr) == ["2_0"]
+    assert "done: 1 layers solved" in done.stderr
+    assert (out / "layer_0_2_win.bin").stat().st_mtime_ns == kept
+    same_files(out, reference)

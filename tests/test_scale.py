@@ -254,3 +254,20 @@ def test_a_flush_that_outlasts_the_drivers_look_at_its_host_is_waited_for(client
           chunk_size=1 << 16, stop_after_rounds=4)
     assert any("round 3 (frontier" in line for line in lines), lines
     assert not any("running it again" in line for line in lines), lines
+
+
+def test_the_scale_projection_gives_each_level_at_least_its_rounds():
+    """However many cores, a level of the plan costs its pairs' tail of rounds."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "benchmarks" / "scale_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    measured = [{"positions": 10**8, "positions_per_core_second": {"sweep": 10**7, "frontier": 10**6}}]
+    huge = bench.project(Variant(50, 5), measured, 2, 10**6, 10**3, 1 << 24)
+    floor = bench.ROUNDS_PER_PAIR * bench.ROUND_FLOOR_SECONDS
+    assert huge["cluster"]["levels"] == 25
+    assert huge["cluster"]["hours"] * 3600 == pytest.approx(25 * floor, abs=2)
+    assert huge["this_machine"]["hours"] == pytest.approx(huge["core_seconds"] / 2 / 3600, abs=0.01)
+    small = bench.project(Variant(50, 5), measured, 2, 1, 2, 1 << 24)
+    assert small["cluster"]["hours"] >= small["this_machine"]["hours"] - 0.01
