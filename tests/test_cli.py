@@ -150,7 +150,7 @@ def test_ctrl_c_is_one_line(tmp_path):
 
     out = tmp_path / "tb"
     env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"))
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "34",
+    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "30",
                              "--workers", "2", "--out", str(out), "--dashboard-address", "none"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env=env)
@@ -165,7 +165,7 @@ def test_ctrl_c_is_one_line(tmp_path):
     lines = [l for l in stderr.splitlines() if not l.startswith("[")]      # the progress lines
     assert lines == ["bestemshe-dist solve: interrupted; run the same command again to resume"], stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
-    done = run_cli("solve", "--min-captured", "34", "--workers", "2", "--out", out, "--dashboard-address",
+    done = run_cli("solve", "--min-captured", "30", "--workers", "2", "--out", out, "--dashboard-address",
                    "none", timeout=600)
     assert done.returncode == 0 and "layers already published, skipped" in done.stderr, done.stderr
 
