@@ -142,14 +142,17 @@ class Driver:
             self.store.write_manifest(self.manifest)
         return intact
 
+    def unpublished(self, pair: PairPlan) -> list:
+        """The pair's layers to publish: a crash between its two layers leaves one
+        published, which is counted once, as skipped, and never written again."""
+        return [layer for layer in pair.layers if layer not in self.finished]
+
     # -- a small pair: two static steps ------------------------------------------------
     def submit_small(self, pair: PairPlan) -> None:
         dep_futures = [self.layer_futures[d] for d in pair.deps if d in self.layer_futures]
         solved = self.client.submit(solve_pair_task, self.job, pair, self.dep_shas(pair), *dep_futures,
                                     key=pair.key, pure=False, retries=2)
-        for layer in pair.layers:
-            if layer in self.finished:   # published before a crash: counted once, as skipped
-                continue
+        for layer in self.unpublished(pair):
             future = self.client.submit(publish_layer_task, self.job, layer, solved,
                                         key=layer_key(*layer), pure=False, retries=2)
             self.layer_futures[layer] = future
@@ -244,9 +247,7 @@ class Driver:
                     for names in round_parts]
 
         layer_futures = {}
-        for layer in pair.layers:
-            if layer in self.finished:   # published before a crash: counted once, as skipped
-                continue
+        for layer in self.unpublished(pair):
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
                                    table, g, b, min(b + step, blocks), width,
                                    checkpoints_of(layer, table, b, min(b + step, blocks), width),
@@ -458,9 +459,9 @@ class Driver:
         skipped = len(self.finished)
         if skipped:
             self.log(f"{skipped} layers already published, skipped")
-        pending = [p for p in self.plan.pairs if not all(l in self.finished for l in p.layers)]
+        pending = [p for p in self.plan.pairs if self.unpublished(p)]
         self.check_memory(pending)
-        todo = {layer for p in pending for layer in p.layers if layer not in self.finished}
+        todo = {layer for p in pending for layer in self.unpublished(p)}
         write_json(self.store, SOLVE_RECORD, {"min_captured": self.plan.min_captured,
                                               "chunk_size": self.chunk_size, "method": self.job.method,
                                               "dtz": self.job.dtz, "started": time.time()})
