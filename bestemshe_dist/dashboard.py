@@ -50,8 +50,9 @@ STATES = ("pending", "running", "done", "failed")
 REFRESH_MS = 500
 SHOWN_ROUNDS = 10     # the last rounds of a pair in progress shown on the page
 
-_PAIR = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+)|/publish-(\d+)-(\d+)/.*)?$")
-_LAYER = re.compile(r"^layer-(\d+)-(\d+)$")
+# Solve task keys end with the run's tag, "-" and 8 hex digits (run.Driver.task_key).
+_PAIR = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+)|/publish-(\d+)-(\d+)/.*)?(?:-[0-9a-f]{8})?$")
+_LAYER = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")
 
 
 def _name(k1, k2) -> str:

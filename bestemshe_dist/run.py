@@ -98,6 +98,11 @@ class Driver:
         self.finished: dict = {}      # layer -> manifest entry (published)
         self.layer_futures: dict = {}  # layer -> Dask future of its publish task
         self.round_futures: set = set()  # chunk tasks of rounds in flight (pair threads)
+        # Every task key ends with this run's tag. Dask takes a key it already holds
+        # for the same result, and cancelling is asynchronous: a solve right after a
+        # failed one on the same cluster, with the same keys, could be handed that
+        # solve's tasks (writing into its output). Verify's keys do the same.
+        self.run_tag = uuid.uuid4().hex[:8]
         self.round_lock = threading.Lock()
         self.in_flight: dict = {}     # large pairs running: key -> PairPlan
         self.host_memory_peak = 0
@@ -119,6 +124,10 @@ class Driver:
     def _watch(self, future, kind: str) -> None:
         future.add_done_callback(lambda f: self.events.put((kind, f)))
 
+    def task_key(self, name: str) -> str:
+        """A task's key: its name (what the dashboard shows) and this run's tag."""
+        return f"{name}-{self.run_tag}"
+
     # -- resume -------------------------------------------------------------------------
     def published(self) -> dict:
         """Layers of the plan already published and intact (checked on the workers)."""
@@ -128,7 +137,7 @@ class Driver:
             if entry is not None:
                 candidates[layer] = entry
         futures = {layer: self.client.submit(check_layer_task, self.job, layer, entry,
-                                             key=f"check-{layer[0]}-{layer[1]}", pure=False)
+                                             key=self.task_key(f"check-{layer[0]}-{layer[1]}"), pure=False)
                    for layer, entry in candidates.items()}
         intact = {layer: entry for layer, entry in
                   zip(futures, self.client.gather(list(futures.values()))) if entry}
@@ -151,10 +160,10 @@ class Driver:
     def submit_small(self, pair: PairPlan) -> None:
         dep_futures = [self.layer_futures[d] for d in pair.deps if d in self.layer_futures]
         solved = self.client.submit(solve_pair_task, self.job, pair, self.dep_shas(pair), *dep_futures,
-                                    key=pair.key, pure=False, retries=2)
+                                    key=self.task_key(pair.key), pure=False, retries=2)
         for layer in self.unpublished(pair):
             future = self.client.submit(publish_layer_task, self.job, layer, solved,
-                                        key=layer_key(*layer), pure=False, retries=2)
+                                        key=self.task_key(layer_key(*layer)), pure=False, retries=2)
             self.layer_futures[layer] = future
             self._watch(future, "layer")
 
@@ -251,13 +260,13 @@ class Driver:
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
                                    table, g, b, min(b + step, blocks), width,
                                    checkpoints_of(layer, table, b, min(b + step, blocks), width),
-                                   key=f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}",
+                                   key=self.task_key(f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}"),
                                    pure=False, retries=3)
                      for table, blocks, width, step in tables
                      for g, b in enumerate(range(0, blocks, step))]
             layer_futures[layer] = client.submit(assemble_layer_task, self.job, pair, layer, parts,
                                                  round_, evaluations, seconds,
-                                                 key=layer_key(*layer), pure=False, retries=3)
+                                                 key=self.task_key(layer_key(*layer)), pure=False, retries=3)
         return layer_futures
 
     def _frontier_half(self, pair, dep_shas, series, round_, chunks, previous, target) -> tuple:
@@ -281,7 +290,7 @@ class Driver:
                 sources.setdefault(part_of(name), []).append(name)
         futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
                                  layer, c, lo, hi, sources.get((tuple(layer), c), []),
-                                 key=f"{pair.key}/round-{round_}/chunk-{self._chunk_index(pair, layer, c)}",
+                                 key=self.task_key(f"{pair.key}/round-{round_}/chunk-{self._chunk_index(pair, layer, c)}"),
                                  pure=False, retries=3)
                    for layer, c, lo, hi in chunks]
         with self.round_lock:
@@ -310,8 +319,8 @@ class Driver:
         futures = {host: client.submit(flush_round_task, self.job, pair, dep_shas, series, round_,
                                        self.chunk_size, host_tag(host), target, workers=[host],
                                        allow_other_workers=False, pure=False, retries=2,
-                                       key=f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
-                                           f"{host_tag(host)}")
+                                       key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-"
+                                                         f"{target[1]}-{host_tag(host)}"))
                    for host in hosts}
         with self.round_lock:
             self.round_futures.update(futures.values())
@@ -490,14 +499,13 @@ class Driver:
         except BaseException as exc:
             self.stop.set()
             self.progress.failed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-            # Task keys are fixed (pair-a-b/round-r/chunk-c), so nothing of a failed
-            # solve may outlive it on the cluster: a later solve there would get its
-            # stale results. Cancel every task in flight and wait for the pair threads.
+            # Nothing of a failed solve should keep a shared cluster busy: cancel every
+            # task in flight (and finished layers) and wait for the pair threads. Keys
+            # carry the run (task_key), so a later solve never gets these tasks. A
+            # finished task that Dask recomputes after its worker died finds its layer
+            # published and writes nothing: tasks._already_published.
             with self.round_lock:
                 in_flight = list(self.round_futures)
-            # (Finished layers too: a solve on the same cluster reuses their keys. A
-            # finished task that Dask recomputes after its worker died finds its layer
-            # published and writes nothing: tasks._already_published.)
             self.client.cancel(list(self.layer_futures.values()) + in_flight)
             pool.shutdown(wait=True, cancel_futures=True)
             raise

@@ -153,7 +153,10 @@ def test_ctrl_c_is_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "30",
                              "--workers", "2", "--out", str(out), "--dashboard-address", "none"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env,
+                            # as from a terminal: a suite started in the background
+                            # (`cmd &` in a script) passes SIGINT on ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not (out / "manifest.json").exists() or len(json.loads((out / "manifest.json").read_text())
                                                         ["layers"]) < 10:

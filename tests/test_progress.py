@@ -74,12 +74,13 @@ def test_dashboard_state_from_events_and_task_keys():
     assert snap["solve"] == "running" and snap["total_layers"] == 6
     assert snap["counts"] == {"pending": 5, "running": 0, "done": 1, "failed": 0}
 
-    state.transition("pair-22-24", "waiting", "processing")            # a small pair
-    state.transition("pair-20-24/round-0/chunk-1", "waiting", "processing")
-    state.transition("pair-20-24/round-0/chunk-1", "processing", "memory")
-    state.transition("layer-22-22", "waiting", "processing")
-    state.transition("layer-22-22", "processing", "erred")
-    state.transition("check-24-24", "waiting", "processing")           # not a solve task: ignored
+    tag = "-0123abcd"                  # every solve task key ends with its run's tag
+    state.transition("pair-22-24" + tag, "waiting", "processing")      # a small pair
+    state.transition("pair-20-24/round-0/chunk-1" + tag, "waiting", "processing")
+    state.transition("pair-20-24/round-0/chunk-1" + tag, "processing", "memory")
+    state.transition("layer-22-22" + tag, "waiting", "processing")
+    state.transition("layer-22-22" + tag, "processing", "erred")
+    state.transition("check-24-24" + tag, "waiting", "processing")     # not a solve task: ignored
     state.transition(("tuple", 1), "waiting", "processing")
     state.event({"event": "round", "pair": "pair-20-24", "round": 0, "mode": "sweep", "decided": 3_000,
                  "undecided": 7_000, "seconds": 0.1})
@@ -91,7 +92,7 @@ def test_dashboard_state_from_events_and_task_keys():
     assert pair["round"] == 1 and pair["chunks"] == 4 and pair["chunks_done"] == 0
     assert snap["rounds_total"] == 1 and snap["positions_decided"] == 55 + 3_010
 
-    state.transition("pair-22-24", "processing", "memory")
+    state.transition("pair-22-24" + tag, "processing", "memory")
     state.event({"event": "layer", "layer": "22_24", "k1": 22, "k2": 24, "positions": 715,
                  "counts": {"win": 700, "draw": 0, "loss": 15}, "rounds": 1, "seconds": 0.5})
     snap = state.snapshot()

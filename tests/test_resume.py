@@ -169,7 +169,7 @@ class _Stop(Exception):
 
 
 def test_a_failed_solve_leaves_no_task_behind_on_its_cluster(client, tmp_path, reference):
-    """Task keys are fixed (pair-a-b/round-r/chunk-c), so a solve on the same cluster
+    """Task keys carry their run (pair-a-b/round-r/chunk-c-<run>), so a solve on the same cluster
     right after a failed one must not find that solve's tasks still in flight."""
     from bestemshe_dist.progress import Progress
 
