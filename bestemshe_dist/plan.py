@@ -51,6 +51,13 @@ class Plan:
         return [layer for p in self.pairs for layer in p.layers]
 
     @property
+    def inputs(self) -> list:
+        """Dependency layers the plan does not solve (solve --pair A B): they must be
+        published in the output already."""
+        own = set(self.layers)
+        return sorted({d for p in self.pairs for d in p.deps if d not in own})
+
+    @property
     def positions(self) -> int:
         return sum(p.positions for p in self.pairs)
 

@@ -130,9 +130,10 @@ class Driver:
 
     # -- resume -------------------------------------------------------------------------
     def published(self) -> dict:
-        """Layers of the plan already published and intact (checked on the workers)."""
+        """Layers of the plan already published and intact, and its inputs (checked on
+        the workers)."""
         candidates = {}
-        for layer in self.plan.layers:
+        for layer in self.plan.layers + ([] if self.synthetic else self.plan.inputs):
             entry = self.manifest["layers"].get(manifest_key(*layer))
             if entry is not None:
                 candidates[layer] = entry
@@ -446,6 +447,17 @@ class Driver:
                         "memory (memory-limit, or memory per SLURM job), run fewer threads per host, or "
                         "use a smaller --chunk-size.")
 
+    def check_inputs(self, present) -> None:
+        """Stop with one sentence when a dependency the plan does not solve (solve
+        --pair A B) is not in `present` (layer tuples or manifest names)."""
+        for layer in [] if self.synthetic else self.plan.inputs:
+            if layer not in present and manifest_key(*layer) not in present:
+                needing = next(p.key for p in self.plan.pairs if layer in p.deps)
+                raise BestemsheError(
+                    f"layer {layer[0]}_{layer[1]}, a dependency of {needing}, is not published intact in "
+                    f"{self.store.shown}: solve it first (solve --min-captured {sum(layer)}), or use "
+                    "--synthetic-deps.")
+
     def admit(self, pair: PairPlan) -> bool:
         """Whether `pair` can start now beside the large pairs in flight."""
         if not self.in_flight:
@@ -460,12 +472,14 @@ class Driver:
     def run(self) -> SolveSummary:
         start = time.perf_counter()
         self.manifest = self.store.open_manifest(self.job.variant, self.synthetic_record)
+        self.check_inputs(self.manifest["layers"])  # before anything is written
         self.store.write_manifest(self.manifest)  # fail early, before solving, if unwritable
         compile_times = self.client.run(warm_up, self.job.variant.pits)
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
         self.log(f"kernels ready on {len(compile_times)} workers in {compile_seconds:.1f}s")
         self.finished = self.published()
-        skipped = len(self.finished)
+        self.check_inputs(self.finished)
+        skipped = len([layer for layer in self.finished if layer in set(self.plan.layers)])
         if skipped:
             self.log(f"{skipped} layers already published, skipped")
         pending = [p for p in self.plan.pairs if self.unpublished(p)]

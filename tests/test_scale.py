@@ -62,6 +62,39 @@ def test_synthetic_dependencies_take_the_real_path(client, tmp_path):
     assert sorted(manifest["layers"]) == ["2_2"]
 
 
+@pytest.mark.parametrize("chunk", [None, 7], ids=["small-pair", "chunked"])
+def test_one_pair_solves_on_its_published_dependencies(tmp_path, chunk):
+    """solve --pair A B on a folder that holds the pair's dependency layers (and
+    nothing of the pair) gives the files of the whole solve; without them it stops
+    with one sentence before anything is written."""
+    full = tmp_path / "full"
+    assert run_cli("solve", "--stones", 8, "--pits", 2, "--out", full, "--workers", 1).returncode == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    manifest = json.loads((full / "manifest.json").read_text())
+    manifest["layers"] = {"2_4": manifest["layers"]["2_4"]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    for path in full.glob("layer_2_4[._]*"):
+        (out / path.name).write_bytes(path.read_bytes())
+    extra = ["--chunk-size", chunk] if chunk else []
+    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--out", out, "--workers", 1,
+                   "--dashboard-address", "none", *extra, timeout=180)
+    assert done.returncode == 0, done.stderr
+    for kind in ("win", "draw"):
+        assert (out / f"layer_2_2_{kind}.bin").read_bytes() == (full / f"layer_2_2_{kind}.bin").read_bytes()
+    assert sorted(json.loads((out / "manifest.json").read_text())["layers"]) == ["2_2", "2_4"]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    failed = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--out", empty, "--workers", 1,
+                     "--dashboard-address", "none", *extra, timeout=180)
+    errors = [l for l in failed.stderr.splitlines() if not l.startswith("[")]
+    assert failed.returncode == 1 and errors == [
+        f"bestemshe-dist solve: layer 2_4, a dependency of pair-2-2, is not published intact in {empty}: "
+        "solve it first (solve --min-captured 6), or use --synthetic-deps."], failed.stderr
+    assert not list(empty.glob("*.json")) and not list(empty.glob("*.bin"))
+
+
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
     out = tmp_path / "syn"
     done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", out,
