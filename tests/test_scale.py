@@ -95,6 +95,27 @@ def test_one_pair_solves_on_its_published_dependencies(tmp_path, chunk):
     assert not list(empty.glob("*.json")) and not list(empty.glob("*.bin"))
 
 
+def test_pair_bench_runs_one_pair_both_ways(tmp_path):
+    """benchmarks/pair_bench.py on a small variant: one process and the CLI reach the
+    same counts, and the CLI's breakdown adds up to its wall time."""
+    import subprocess
+    import sys
+
+    deps = tmp_path / "deps"
+    assert run_cli("solve", "--stones", 8, "--pits", 2, "--min-captured", 6, "--out", deps,
+                   "--workers", 1).returncode == 0
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pair_bench.py"), "--stones", "8", "--pits",
+                           "2", "--pair", "2", "2", "--deps", str(deps), "--workers", "1", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["identical_counts"] and report["one_process"]["counts"] == report["cli"]["counts"]
+    assert report["positions"] == SMALL.layer_size(2, 2) and report["cli"]["rounds"] >= 1
+    cli = report["cli"]
+    parts = cli["start_seconds"] + cli["rounds_seconds"] + cli["publish_seconds"] + cli["exit_seconds"]
+    assert parts <= cli["wall_seconds"] + 0.05 and min(cli["peak_rss_per_worker"]) > 0
+
+
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
     out = tmp_path / "syn"
     done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", out,
