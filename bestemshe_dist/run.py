@@ -133,7 +133,7 @@ class Driver:
         """Layers of the plan already published and intact, and its inputs (checked on
         the workers)."""
         candidates = {}
-        for layer in self.plan.layers + ([] if self.synthetic else self.plan.inputs):
+        for layer in self.plan.layers + self.inputs:
             entry = self.manifest["layers"].get(manifest_key(*layer))
             if entry is not None:
                 candidates[layer] = entry
@@ -447,11 +447,16 @@ class Driver:
                         "memory (memory-limit, or memory per SLURM job), run fewer threads per host, or "
                         "use a smaller --chunk-size.")
 
-    def check_inputs(self, present) -> None:
+    @property
+    def inputs(self) -> list:
+        """Dependency layers the plan reads from the output (none when synthetic)."""
+        return [] if self.synthetic else self.plan.inputs
+
+    def check_inputs(self, names) -> None:
         """Stop with one sentence when a dependency the plan does not solve (solve
-        --pair A B) is not in `present` (layer tuples or manifest names)."""
-        for layer in [] if self.synthetic else self.plan.inputs:
-            if layer not in present and manifest_key(*layer) not in present:
+        --pair A B) is not among `names` (manifest names of published layers)."""
+        for layer in self.inputs:
+            if manifest_key(*layer) not in names:
                 needing = next(p.key for p in self.plan.pairs if layer in p.deps)
                 raise BestemsheError(
                     f"layer {layer[0]}_{layer[1]}, a dependency of {needing}, is not published intact in "
@@ -478,8 +483,8 @@ class Driver:
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
         self.log(f"kernels ready on {len(compile_times)} workers in {compile_seconds:.1f}s")
         self.finished = self.published()
-        self.check_inputs(self.finished)
-        skipped = len([layer for layer in self.finished if layer in set(self.plan.layers)])
+        self.check_inputs({manifest_key(*layer) for layer in self.finished})
+        skipped = len(set(self.finished) & set(self.plan.layers))
         if skipped:
             self.log(f"{skipped} layers already published, skipped")
         pending = [p for p in self.plan.pairs if self.unpublished(p)]
