@@ -18,6 +18,7 @@ import numpy as np
 from numba import literally, njit
 
 from .atomics import claim_code
+from .prefetch import prefetch
 from .rules import (MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank,
                     unmove_specs, unrank)
 
@@ -30,6 +31,9 @@ CHECKED = 3
 # A frontier round walks to its next source with the odometer when it is at most
 # this many ranks ahead (a step costs a few ns, an unrank about 50).
 WALK = 12
+# A sweep computes and prefetches the children of this many undecided positions
+# ahead of the one it decides (a power of two).
+AHEAD = 8
 
 # Capture targets are passed end to end in one array with a start per capture
 # size (slot j: 2 (j + 1) stones): one compiled signature for every layer, and
@@ -90,25 +94,51 @@ def opponent_stones(board, pits):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom):
-    """The value of one position given its children's current codes (SPEC.md min-max).
-
-    WIN if some move wins at once or reaches a LOSS; LOSS if every move reaches a WIN
-    (so also when there is no move); UNKNOWN otherwise.
-    """
+def _queue_children(board, pits, win_kazan, k1, other, deps, dep_start, binom, other_empty, kids, slot):
+    """The first half of a position's evaluation in a sweep (SPEC.md min-max): each
+    move's child, as an index into `other` (2 i) or `deps` (2 i + 1), stored in
+    kids[slot, :count] and prefetched.
+    Returns (count, flag): flag 1 when a move wins at once (then no child matters),
+    2 when a quiet move leads into the undecided paired layer (round 0: the position
+    cannot be a LOSS), else 0."""
     opponent = opponent_stones(board, pits)
-    all_win = True
+    count = 0
+    flag = 0
     for pit in range(pits):
         outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
         if outcome == MOVE_EMPTY:
             continue
         if outcome == MOVE_WIN:
-            return WIN
-        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
+            return 0, 1
         if captured == 0:
-            code = get_code(other, child)
+            if other_empty:
+                flag = 2
+                continue
+            child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
+            kids[slot, count] = child << 1
+            prefetch(other, child >> 5)
         else:
-            code = get_code(deps, dep_start[captured // 2 - 1] + child)
+            child = dep_start[captured // 2 - 1] + child_rank(board, pit, pits, binom, captured, laps, rest,
+                                                              keep, last)
+            kids[slot, count] = (child << 1) | 1
+            prefetch(deps, child >> 5)
+        count += 1
+    return count, flag
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decide_queued(kids, slot, count, flag, other, deps):
+    """The second half: WIN if some move wins at once or reaches a LOSS; LOSS if
+    every move reaches a WIN (so also when there is no move); UNKNOWN otherwise."""
+    if flag == 1:
+        return WIN
+    all_win = flag == 0
+    for i in range(count):
+        kid = kids[slot, i]
+        if kid & 1:
+            code = get_code(deps, kid >> 1)
+        else:
+            code = get_code(other, kid >> 1)
         if code == LOSS:
             return WIN
         if code != WIN:
@@ -117,56 +147,12 @@ def evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def first_round_value(board, pits, win_kazan, k1, deps, dep_start, binom):
-    """evaluate() for round 0, when no position of the paired layer is decided yet:
-    a quiet move then leads to an UNKNOWN child, so only captures need a child rank
-    (in a finished layer). Most moves are quiet, so this is much cheaper. Kept apart
-    from evaluate() (not a flag of it) so that neither hot loop carries the other's
-    branches."""
-    opponent = opponent_stones(board, pits)
-    all_win = True
-    for pit in range(pits):
-        outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
-        if outcome == MOVE_EMPTY:
-            continue
-        if outcome == MOVE_WIN:
-            return WIN
-        if captured == 0:
-            all_win = False
-            continue
-        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
-        code = get_code(deps, dep_start[captured // 2 - 1] + child)
-        if code == LOSS:
-            return WIN
-        if code != WIN:
-            all_win = False
-    return LOSS if all_win else UNKNOWN
-
-
-@njit(cache=True, nogil=True, inline="always")
-def every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
-    """True when every move leads to a WIN for the opponent (the position is a LOSS),
-    stopping at the first move that does not. A position that has no move also
-    qualifies, but frontier rounds never ask about one (it has no child).
-
-    This repeats evaluate's loop on purpose: sharing a helper that returns the
-    child's code (or "no move" / "wins at once") made numba's code for the sweep
-    about 60% slower (measured on pair 16-16)."""
-    opponent = opponent_stones(board, pits)
-    for pit in range(pits):
-        outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
-        if outcome == MOVE_EMPTY:
-            continue
-        if outcome == MOVE_WIN:
-            return False
-        child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
-        if captured == 0:
-            code = get_code(other, child)
-        else:
-            code = get_code(deps, dep_start[captured // 2 - 1] + child)
-        if code != WIN:
-            return False
-    return True
+def _decide_into(out, out_lo, ranks, kids, counts, flags, slot, other, deps):
+    """Decide the queued position in `slot` and record a decision in `out`."""
+    code = _decide_queued(kids, slot, counts[slot], flags[slot], other, deps)
+    if code != UNKNOWN:
+        set_code(out, ranks[slot] - out_lo, code)
+    return code
 
 
 @njit(cache=True, nogil=True)
@@ -183,34 +169,62 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
            a separate array gives rounds that only use earlier rounds' values;
     other_empty: no position of the paired layer is decided yet (round 0).
     Returns (new wins, new losses, positions evaluated = undecided before).
+
+    Software-pipelined: a position's children are computed and prefetched AHEAD
+    undecided positions before its value is read from them, so the core computes
+    while many reads are in flight. Values are still read and decided in rank
+    order, so an in-place sweep sees exactly what the one-at-a-time loop saw.
     """
     # Compile one version per board size: with `pits` a constant, the short loops
     # over pits unroll and `% n` stops being a division (about twice as fast).
     literally(pits)
     n = 2 * pits
     board = np.empty(n, np.int64)
+    ranks = np.empty(AHEAD, np.int64)
+    counts = np.empty(AHEAD, np.int64)
+    flags = np.empty(AHEAD, np.int64)
+    kids = np.empty((AHEAD, pits), np.int64)
     new_win = 0
     new_loss = 0
-    evaluated = 0
+    queued = 0
+    done = 0
     if lo >= hi:
-        return new_win, new_loss, evaluated
+        return new_win, new_loss, queued
     unrank(lo, stones, binom, board)
     for x in range(lo, hi):
         if get_code(own, x) == UNKNOWN:
-            evaluated += 1
-            if other_empty:
-                code = first_round_value(board, pits, win_kazan, k1, deps, dep_start, binom)
-            else:
-                code = evaluate(board, pits, win_kazan, k1, other, deps, dep_start, binom)
-            if code == WIN:
-                set_code(out, x - out_lo, WIN)
-                new_win += 1
-            elif code == LOSS:
-                set_code(out, x - out_lo, LOSS)
-                new_loss += 1
+            slot = queued & (AHEAD - 1)
+            if queued - done == AHEAD:  # the slot's position leaves the queue first
+                code = _decide_into(out, out_lo, ranks, kids, counts, flags, slot, other, deps)
+                new_win += code == WIN
+                new_loss += code == LOSS
+                done += 1
+            ranks[slot] = x
+            counts[slot], flags[slot] = _queue_children(board, pits, win_kazan, k1, other, deps, dep_start,
+                                                        binom, other_empty, kids, slot)
+            queued += 1
         if x + 1 < hi:
             successor(board)
-    return new_win, new_loss, evaluated
+    while done < queued:
+        code = _decide_into(out, out_lo, ranks, kids, counts, flags, done & (AHEAD - 1), other, deps)
+        new_win += code == WIN
+        new_loss += code == LOSS
+        done += 1
+    return new_win, new_loss, queued
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _every_queued_child_wins(kids, slot, count, other, deps):
+    """The LOSS test of a frontier check: every queued child (see _queue_children) is a WIN."""
+    for i in range(count):
+        kid = kids[slot, i]
+        if kid & 1:
+            code = get_code(deps, kid >> 1)
+        else:
+            code = get_code(other, kid >> 1)
+        if code != WIN:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -234,6 +248,11 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
     Returns (new wins, new losses, evaluated) as made by this call. Only positions
     with a changed child can change, so this decides exactly what a full sweep of
     the round would.
+
+    A source's predecessors are all ranked (and their `own` and `found` words
+    prefetched) before the first is looked at, and a checked predecessor's
+    children all ranked (and prefetched) before the first is read: the reads,
+    at random ranks of large arrays, are then in flight together.
     """
     literally(pits)  # one version per board size, as in sweep_range
     n = 2 * pits
@@ -241,6 +260,8 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
     after = np.empty(n, np.int64)
     board = np.empty(n, np.int64)
     specs = np.empty((pits * (n + 1), 3), np.int64)
+    xs = np.empty(pits * (n + 1), np.int64)
+    kids = np.empty((1, pits), np.int64)
     wins = 0
     losses = 0
     evaluated = 0
@@ -267,10 +288,12 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
                 at = target
             count = unmove_specs(child, pits, after, specs)
             for p in range(count):
-                pit = specs[p, 0]
-                laps = specs[p, 1]
-                rest = specs[p, 2]
-                x = unmove_rank(after, pits, pit, laps, rest, binom)
+                x = unmove_rank(after, pits, specs[p, 0], specs[p, 1], specs[p, 2], binom)
+                xs[p] = x
+                prefetch(own, x >> 5)
+                prefetch(found, x >> 5)
+            for p in range(count):
+                x = xs[p]
                 if get_code(own, x) != UNKNOWN:
                     continue
                 seen = get_code(found, x)
@@ -285,8 +308,10 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
                     # last round at the latest, and then it is a source of its own that
                     # makes this position a WIN.
                     evaluated += 1
-                    unmove_board(after, pits, pit, laps, rest, board)
-                    if every_move_reaches_win(board, pits, win_kazan, k1, other, deps, dep_start, binom):
+                    unmove_board(after, pits, specs[p, 0], specs[p, 1], specs[p, 2], board)
+                    kid_count, flag = _queue_children(board, pits, win_kazan, k1, other, deps, dep_start, binom,
+                                                      False, kids, 0)
+                    if flag == 0 and _every_queued_child_wins(kids, 0, kid_count, other, deps):
                         if claim_code(found, x, LOSS, False):
                             losses += 1
                     else:
