@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 
 from .errors import BestemsheError, UsageError
 
@@ -418,8 +420,19 @@ COMMANDS = {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status, "prob
             "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a container's stop, SLURM's scancel or time limit): stop as
+    Ctrl-C does, so the run frees its host memory and leaves its checkpoints."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:
@@ -428,10 +441,11 @@ def main(argv=None) -> int:
     except BestemsheError as exc:
         print(f"bestemshe-dist {args.command}: {exc}{_see(getattr(args, 'log_file', None))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"bestemshe-dist {args.command}: interrupted; run the same command again to resume"
-              if args.command == "solve" else f"bestemshe-dist {args.command}: interrupted.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"bestemshe-dist {args.command}: {what}; run the same command again to resume"
+              if args.command == "solve" else f"bestemshe-dist {args.command}: {what}.", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
     except BrokenPipeError:
         # The reader went away (`... | head`): stop quietly, as other tools do.
         import os

@@ -591,3 +591,6 @@ def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
                 client.run(end_of_run, job.space)
             except Exception:  # a lost worker has nothing left to free
                 pass
+            # Workers on this host that died first (a signal to the whole process
+            # group) could not free their space: the files go all the same.
+            remove_spaces(prefix)

@@ -173,6 +173,39 @@ def test_ctrl_c_is_one_line(tmp_path):
     assert done.returncode == 0 and "layers already published, skipped" in done.stderr, done.stderr
 
 
+def test_sigterm_stops_a_solve_as_ctrl_c_does_and_frees_its_host_memory(tmp_path):
+    """`kill` (or SLURM's scancel, a container's stop) sends SIGTERM to the driver
+    alone: one line, exit 143, no traceback, and the shared-memory arrays of the
+    chunked pair it was solving are gone (they used to stay in /dev/shm)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    out, shm = tmp_path / "tb", tmp_path / "shm"
+    env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"), BESTEMSHE_HOST_MEMORY=str(shm))
+    # chunks of 2,000 positions: the pairs of 4,000 positions and more are solved in rounds
+    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "30",
+                             "--workers", "2", "--chunk-size", "2000", "--out", str(out),
+                             "--dashboard-address", "none"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=env)
+    deadline = time.time() + 180
+    while not any(shm.glob("bestemshe-*/solve-*/*")):     # a chunked pair's arrays are in place
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    lines = [l for l in stderr.splitlines() if not l.startswith("[")]      # the progress lines
+    assert lines == ["bestemshe-dist solve: terminated; run the same command again to resume"], stderr
+    assert "Traceback" not in stderr
+    assert not list(shm.glob("bestemshe-*/solve-*")), list(shm.rglob("*"))
+
+
 def test_library_messages_go_to_the_log_file_not_the_terminal(tmp_path):
     """What the dashboard's websockets and distributed log (tracebacks of browsers
     that went away, worker events) lands in the log file, not among the progress."""
