@@ -116,6 +116,9 @@ def through_cli(args, out: Path) -> dict:
     rss = next((text for _, text in lines if text.startswith("peak RSS per worker")), "")
     per_worker = [int(x.replace(",", "")) * 2**20 for x in re.findall(r"[\d,]+", rss.split(":", 1)[-1])
                   if x.strip(",")]
+    # "pair-8-12 round 3 (frontier, 40 of 540 chunks): 1,234 decided, about 5 left, 1.23s"
+    per_round = [(m.group(1), float(m.group(2))) for _, text in lines
+                 for m in [re.match(r"pair-\d+-\d+ round \d+ \((\w+),.*, ([0-9.]+)s$", text)] if m]
     manifest = json.loads((out / "manifest.json").read_text())
     entries = [manifest["layers"][f"{k1}_{k2}"] for k1, k2 in args.layers]
     rounds = entries[0]["solve_seconds"]   # the pair's rounds, as the driver (or its one task) timed them
@@ -123,7 +126,16 @@ def through_cli(args, out: Path) -> dict:
             "publish_seconds": published - ready - rounds, "after_seconds": wall - published,
             "rounds": entries[0]["rounds"], "evaluations": entries[0]["evaluations"],  # the pair's, in each entry
             "counts": {f"{e['k1']}_{e['k2']}": e["counts"] for e in entries},
-            "peak_rss_per_worker": per_worker}
+            "peak_rss_per_worker": per_worker, "round_modes": [mode for mode, _ in per_round],
+            "round_seconds": [seconds for _, seconds in per_round]}
+
+
+def by_mode(modes, seconds) -> dict:
+    """Seconds in sweep rounds and in frontier rounds."""
+    out = {}
+    for mode, s in zip(modes, seconds):
+        out[mode] = round(out.get(mode, 0.0) + s, 2)
+    return out
 
 
 def main(argv=None) -> int:
@@ -180,7 +192,11 @@ def main(argv=None) -> int:
         "evaluations_per_position": round(cli["evaluations"] / positions, 3),
         "positions_per_core_second": round(positions / (cli["wall_seconds"] * cores)),
         "round_positions_per_core_second": round(positions / max(cli["rounds_seconds"], 1e-9) / cores),
-        "peak_rss_per_worker": cli["peak_rss_per_worker"], "counts": cli["counts"]}
+        "peak_rss_per_worker": cli["peak_rss_per_worker"], "counts": cli["counts"],
+        "round_seconds": cli["round_seconds"]}
+    if "one_process" in report:
+        report["one_process"]["mode_seconds"] = by_mode(one["modes"], one["round_seconds"])
+    report["cli"]["mode_seconds"] = by_mode(cli["round_modes"], cli["round_seconds"])
     same = "one_process" not in report or report["one_process"]["counts"] == cli["counts"]
     report["identical_counts"] = same
     if "one_process" in report:
@@ -203,6 +219,10 @@ def main(argv=None) -> int:
           f"evaluations/position, {c['positions_per_core_second'] / 1e6:.2f}M positions/core-s "
           f"({c['round_positions_per_core_second'] / 1e6:.2f}M in rounds), peak RSS per worker "
           f"{', '.join(f'{r / 2**20:,.0f}' for r in c['peak_rss_per_worker'])} MiB")
+    for name, row in (("one process", report.get("one_process")), ("CLI", c)):
+        if row is not None:
+            print(f"  {name}, seconds in rounds by kind: "
+                  + ", ".join(f"{mode} {s:.1f}" for mode, s in row["mode_seconds"].items()))
     if "cli_over_one_process_rate" in report:
         print(f"  CLI rate / one-process rate: {report['cli_over_one_process_rate']}; "
               f"same counts: {same}")

@@ -17,7 +17,7 @@ Where its state comes from (both are needed, either alone degrades gently):
   entry (W/D/L counts, rounds, solve seconds), then `finished` or `failed`.
   A layer is *done* only from these: its manifest entry is written first.
 - Task transitions, by key: `pair-<a>-<b>` (a small pair),
-  `pair-<a>-<b>/round-<r>/chunk-<c>`, `pair-<a>-<b>/publish-<k1>-<k2>/...`
+  `pair-<a>-<b>/round-<r>/chunk-<c>[.<piece>]`, `pair-<a>-<b>/publish-<k1>-<k2>/...`
   and `layer-<k1>-<k2>`. A layer is *running* while one of its tasks is
   processing (or its pair has started rounds), *failed* when one erred
   (after its retries). Chunk transitions also count a round's chunks done.
@@ -51,7 +51,8 @@ REFRESH_MS = 500
 SHOWN_ROUNDS = 10     # the last rounds of a pair in progress shown on the page
 
 # Solve task keys end with the run's tag, "-" and 8 hex digits (run.Driver.task_key).
-_PAIR = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+)|/publish-(\d+)-(\d+)/.*)?(?:-[0-9a-f]{8})?$")
+_PAIR = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
+                   r"(?:-[0-9a-f]{8})?$")
 _LAYER = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")
 
 
@@ -85,6 +86,10 @@ class SolveState:
         self.started_pairs: set = set()
         self.rounds: dict = {}       # pair key -> [round reports]
         self.chunks_done: dict = {}  # (pair key, round) -> chunk tasks finished
+        # (pair key, round) -> its chunk tasks ("c" or "c.piece"): a frontier round
+        # runs only the chunks that hold sources, split by their sources, so "done
+        # of how many" is counted from the keys
+        self.chunk_tasks: dict = {}
         self.rounds_total = 0
 
     # -- the driver's events --------------------------------------------------------
@@ -135,9 +140,11 @@ class SolveState:
                 names = [_name(int(m.group(5)), int(m.group(6)))]
             else:
                 names = _pair_layers(a, b)
-            if m.group(3) is not None and start == "processing" and finish == "memory":
+            if m.group(3) is not None:
                 r = int(m.group(3))
-                self.chunks_done[(pair, r)] = self.chunks_done.get((pair, r), 0) + 1
+                self.chunk_tasks.setdefault((pair, r), set()).add(m.group(4))   # chunk[.piece]
+                if start == "processing" and finish == "memory":
+                    self.chunks_done[(pair, r)] = self.chunks_done.get((pair, r), 0) + 1
             if finish == "processing" and m.group(3) is not None:
                 self.started_pairs.add(pair)
         else:
@@ -208,7 +215,8 @@ class SolveState:
             in_progress.append({"pair": pair, "layers": info["layers"], "rounds": rounds,
                                 "round": current if info.get("chunks") else None,
                                 "chunks": info.get("chunks"),
-                                "chunks_done": self.chunks_done.get((pair, current), 0)})
+                                "chunks_done": self.chunks_done.get((pair, current), 0),
+                                "chunk_tasks": len(self.chunk_tasks.get((pair, current), ()))})
         return {
             "solve": self.solve, "reason": self.reason, "started": self.started, "ended": self.ended,
             "variant": self.variant, "min_captured": self.min_captured, "kazans": self.kazans,
@@ -290,14 +298,15 @@ def render(snap: dict) -> str:
     if not pairs:
         out.append("<p>none</p>")
     else:
-        out.append('<table class="pairs"><tr><th>pair</th><th>round</th><th>chunks done</th>'
+        out.append('<table class="pairs"><tr><th>pair</th><th>round</th><th title="a frontier round runs only the chunks that hold sources">chunk tasks done</th>'
                    "<th>decided per round</th></tr>")
         for p in pairs:
             recent = p["rounds"][-SHOWN_ROUNDS:]
             per_round = ("&hellip; " if len(p["rounds"]) > len(recent) else "") + (
                 ", ".join(f"{r['round']}: {r['decided']:,}" for r in recent) or "-")
             rnd = "-" if p["round"] is None else p["round"]
-            chunks = "-" if not p["chunks"] else f"{p['chunks_done']}/{p['chunks']}"
+            tasks = p.get("chunk_tasks") or p["chunks"]
+            chunks = "-" if not p["chunks"] else f"{p['chunks_done']}/{tasks}"
             out.append(f'<tr data-pair="{p["pair"]}"><td>{p["pair"]}</td><td>{rnd}</td>'
                        f"<td>{chunks}</td><td>{per_round}</td></tr>")
         out.append("</table>")

@@ -179,16 +179,18 @@ def _write_part(store: Store, name: str, delta: Delta) -> None:
 
 
 def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int,
-                     mode: str, layer: tuple, chunk: int, lo: int, hi: int, sources: list) -> dict:
+                     mode: str, layer: tuple, chunk: int, lo: int, hi: int, sources: list,
+                     piece: tuple | None = None) -> dict:
     """Round `round_` for ranks [lo, hi) of `layer`, on this host's copy of the pair
     (brought up to the previous round from the checkpoints first).
 
     A sweep evaluates the chunk and writes its decisions as its part of the
     checkpoint. A frontier round reads its sources, the previous round's decisions
     of this chunk (`sources`: their parts), and re-evaluates their predecessors in
-    the partner layer; the decisions gather in the host's round array, which
-    flush_round_task turns into checkpoint parts once every task of the round is
-    done. Either way the task holds a chunk, never a layer."""
+    the partner layer, those with rank in `piece` (lo, hi) if given, else all;
+    the decisions gather in the host's round array, which flush_round_task turns
+    into checkpoint parts once every task of the round is done. Either way the
+    task holds a chunk, never a layer."""
     start = time.perf_counter()
     host = host_pair(job, pair, dep_shas, job.dep_source)
     exact = host.sync(round_ - 1)
@@ -211,7 +213,7 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
             biggest = max(biggest, part.nbytes())
             part.apply(fresh, offset=fresh_lo)
             del part
-        wins, losses, evaluated = state.frontier(layer, fresh, fresh_lo, lo, hi)
+        wins, losses, evaluated = state.frontier(layer, fresh, fresh_lo, *(piece or (lo, hi)))
         result.update(wins=wins, losses=losses, evaluations=evaluated, task_bytes=fresh.nbytes + biggest)
     result["seconds"] = time.perf_counter() - start
     return result

@@ -90,6 +90,14 @@ def test_dashboard_state_from_events_and_task_keys():
                   "24_20": "running", "22_22": "failed"}
     pair = next(p for p in snap["pairs_in_progress"] if p["pair"] == "pair-20-24")
     assert pair["round"] == 1 and pair["chunks"] == 4 and pair["chunks_done"] == 0
+    assert pair["chunk_tasks"] == 0
+    # a frontier round runs only the chunks with sources: done of the tasks it has
+    state.transition("pair-20-24/round-1/chunk-3" + tag, "released", "waiting")
+    state.transition("pair-20-24/round-1/chunk-2" + tag, "waiting", "processing")
+    state.transition("pair-20-24/round-1/chunk-2" + tag, "processing", "memory")
+    pair = next(p for p in state.snapshot()["pairs_in_progress"] if p["pair"] == "pair-20-24")
+    assert pair["chunks_done"] == 1 and pair["chunk_tasks"] == 2 and pair["chunks"] == 4
+    assert ">1/2<" in render(state.snapshot())
     assert snap["rounds_total"] == 1 and snap["positions_decided"] == 55 + 3_010
 
     state.transition("pair-22-24" + tag, "processing", "memory")

@@ -114,6 +114,9 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     cli = report["cli"]
     parts = cli["start_seconds"] + cli["rounds_seconds"] + cli["publish_seconds"] + cli["exit_seconds"]
     assert parts <= cli["wall_seconds"] + 0.05 and min(cli["peak_rss_per_worker"]) > 0
+    # rounds by kind: a pair this small is solved whole in one task (no round lines)
+    assert sum(report["one_process"]["mode_seconds"].values()) <= report["one_process"]["seconds"] + 0.05
+    assert len(cli["round_seconds"]) in (0, cli["rounds"]) and sum(cli["round_seconds"]) <= cli["rounds_seconds"]
 
 
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
