@@ -212,12 +212,14 @@ def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
     (0.5 MiB of codes, chunks of 64K positions) to one of 20.2M (4.8 MiB, chunks
     of 630K), and with 4 threads by much less than a layer, not by four. (A task
     that copied its layer, as frontier tasks did before, adds a layer per task:
-    about 5 MiB here with one thread, 20 MiB with four.)"""
+    about 5 MiB here with one thread, 20 MiB with four. Dask's own allocations
+    make the growth vary between runs of the same code: -0.1 to 1.6 MB measured,
+    so the bound is half a layer.)"""
     small_layer = _task_peak(1, (10, 24))      # 2,042,975 positions a layer
     large_layer = _task_peak(1, (4, 24))       # 20,160,075
     four_threads = _task_peak(4, (4, 24))
     layer_codes = kernels.code_words(20_160_075) * 8
-    assert large_layer - small_layer < layer_codes / 4, (small_layer, large_layer)
+    assert large_layer - small_layer < layer_codes / 2, (small_layer, large_layer)
     assert four_threads - large_layer < layer_codes / 2, (large_layer, four_threads)
 
 
