@@ -51,10 +51,13 @@ DEFAULT_CHUNK_SIZE = 2 * fmt.BLOCK_BITS
 # a layer: with a task per chunk, 16 hosts x 32 threads would leave 508 idle).
 # On this 2-core machine it changes nothing measurable (pair 8-12's frontier
 # rounds: 93.9 s without, 94.3 s with). A piece is never smaller than MIN_PIECE
-# positions: each piece task decodes its whole chunk's sources (0.05-0.15 s for
-# a chunk of 67M positions).
+# positions nor holds fewer than MIN_PIECE_SOURCES sources: each piece task
+# decodes its whole chunk's sources (0.05-0.15 s for a chunk of 67M positions),
+# about what re-evaluating 10^5 sources costs, so a tail round's few sources stay
+# in one task per chunk.
 PIECES_PER_THREAD = 4
 MIN_PIECE = 1 << 16
+MIN_PIECE_SOURCES = 1 << 17
 
 
 @dataclass
@@ -597,13 +600,15 @@ def frontier_pieces(chunks, sources: dict, threads: int) -> list:
     (the whole chunk) or (number, piece_lo, piece_hi), the part of the chunk's
     sources the task re-evaluates. Chunks are split in proportion to their sources
     (`sources`: {(layer, chunk): decisions}; all zero when unknown) into about
-    PIECES_PER_THREAD tasks per thread, none under MIN_PIECE positions."""
+    PIECES_PER_THREAD tasks per thread, none under MIN_PIECE positions or
+    MIN_PIECE_SOURCES sources."""
     total = sum(sources.get((tuple(layer), c), 0) for layer, c, _, _ in chunks)
     share = total / (PIECES_PER_THREAD * threads)
     tasks = []
     for layer, c, lo, hi in chunks:
         count = sources.get((tuple(layer), c), 0)
-        pieces = min(math.ceil(count / share) if share else 1, max(1, (hi - lo) // MIN_PIECE))
+        pieces = min(math.ceil(count / share) if share else 1, (hi - lo) // MIN_PIECE,
+                     count // MIN_PIECE_SOURCES)
         if pieces <= 1:
             tasks.append((layer, c, lo, hi, None))
             continue

@@ -24,7 +24,9 @@ from test_solve_vs_bruteforce import assert_matches_bruteforce
     (8, 4, 64, "frontier"),
 ])
 def test_chunked_equals_bruteforce(client, tmp_path, monkeypatch, stones, pits, chunk_size, method):
-    monkeypatch.setattr(run, "MIN_PIECE", 8)  # frontier chunks split into pieces at this size too
+    # frontier chunks split into pieces at this size too
+    monkeypatch.setattr(run, "MIN_PIECE", 8)
+    monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 2)
     variant = Variant(stones, pits)
     lines = []
     job = Job(str(tmp_path), variant, method=method)
@@ -45,6 +47,7 @@ def split_rounds(lines) -> list:
 
 def test_chunked_50_stone_endgame_equals_published(client, tmp_path, monkeypatch):
     monkeypatch.setattr(run, "MIN_PIECE", 1000)
+    monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 100)
     variant = Variant(50, 5)
     lines = []
     solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
@@ -57,10 +60,12 @@ def test_chunked_50_stone_endgame_equals_published(client, tmp_path, monkeypatch
 def test_frontier_pieces_follow_the_sources():
     """A frontier half's tasks: chunks without sources have none, the others are
     split in proportion to their sources (about PIECES_PER_THREAD per thread), the
-    pieces of a chunk tile it, and none is under MIN_PIECE positions."""
+    pieces of a chunk tile it, none is under MIN_PIECE positions, and a tail
+    round's few sources stay whole (MIN_PIECE_SOURCES)."""
     layer = (0, 2)
     chunks = [(layer, 0, 0, 1 << 20), (layer, 1, 1 << 20, 2 << 20), (layer, 2, 2 << 20, (2 << 20) + 5000)]
-    sources = {(layer, 0): 9_000, (layer, 1): 1_000, (layer, 2): 1_000}
+    k = run.MIN_PIECE_SOURCES
+    sources = {(layer, 0): 9 * k, (layer, 1): k, (layer, 2): k}
     tasks = frontier_pieces(chunks, sources, threads=2)
     by_chunk = {}
     for got_layer, c, lo, hi, piece in tasks:
@@ -75,3 +80,5 @@ def test_frontier_pieces_follow_the_sources():
     assert min(b - a for a, b in edges) >= run.MIN_PIECE
     # decisions per part unknown (checkpoints of an older version): a task per chunk
     assert [piece for *_, piece in frontier_pieces(chunks, {}, threads=2)] == [None, None, None]
+    # a tail round: one source, in one task
+    assert [piece for *_, piece in frontier_pieces(chunks[:1], {(layer, 0): 1}, threads=2)] == [None]
