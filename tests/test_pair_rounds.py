@@ -31,8 +31,8 @@ def test_frontier_equals_sweep_equals_bruteforce(stones, pits):
     """Values and rounds (so distances) of both methods equal the brute force. The
     sweep is pipelined (kernels.AHEAD positions in flight): the larger variants fill
     its queue many times over and drain it at every range's end, the smallest never
-    fill it. The frontier batches each source's predecessors and each re-check's
-    children, which every variant exercises."""
+    fill it. The frontier's pipelines (kernels.PREDS predecessors, kernels.CHECKS
+    re-checks in flight) are filled and drained the same way."""
     variant = Variant(stones, pits)
     if (stones, pits) == (10, 5):
         assert max(variant.layer_size(*layer) for layer in variant.layers) > 1000 * kernels.AHEAD
