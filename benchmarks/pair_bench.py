@@ -1,7 +1,7 @@
 """One pair in one process and through the CLI's Dask path, in one run.
 
-    python benchmarks/pair_bench.py --pair 8 12 --deps DIR [--workers 2] [--json]
-    python benchmarks/pair_bench.py --pair 6 10 --synthetic-deps 1 [--workers 2] [--json]
+    python benchmarks/pair_bench.py --pair 8 12 --deps DIR [--workers W --threads-per-worker T] [--json]
+    python benchmarks/pair_bench.py --pair 6 10 --synthetic-deps 1 [--workers W --threads-per-worker T] [--json]
 
 DIR is a folder this project solved that holds the pair's dependency layers
 (for pair 8-12: `bestemshe-dist solve --min-captured 22 --out DIR`); with
@@ -146,12 +146,15 @@ def main(argv=None) -> int:
     source.add_argument("--synthetic-deps", type=int, metavar="SEED")
     parser.add_argument("--stones", type=int, default=50)
     parser.add_argument("--pits", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--threads-per-worker", type=int, default=1)
+    # The CLI's own default (one process, a thread per core) unless given.
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads-per-worker", type=int, default=None)
     parser.add_argument("--skip-one-process", action="store_true", help="only the CLI (for the largest pairs)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
+    if args.threads_per_worker is None:
+        args.threads_per_worker = (os.cpu_count() or 1) if args.workers == 1 else 1
     if args.one:
         print(json.dumps(one_process(args)))
         return 0

@@ -20,6 +20,7 @@ import queue
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -27,7 +28,7 @@ from distributed import Client
 
 from . import format as fmt
 from .errors import BestemsheError
-from .hostmem import remove_spaces
+from .hostmem import is_private, private_name, remove_spaces
 from .memory import gib, pair_memory, together
 from .lease import Lease
 from .pair import FRONTIER, SWEEP, choose_mode, chunk_ranges, partner
@@ -336,13 +337,19 @@ class Driver:
         """The chunk's number in the pair (layers one after the other), for task keys."""
         return pair.layers.index(tuple(layer)) * len(chunk_ranges(pair.layer_size, self.chunk_size)) + c
 
+    def memory_domains(self) -> set:
+        """What holds a round array: each host, or each worker when host memory is
+        private to a worker process (tasks.memory_domain)."""
+        workers = self.client.scheduler_info()["workers"]
+        return set(workers) if is_private(self.job.space) else {w["host"] for w in workers.values()}
+
     def _flush(self, pair, dep_shas, series, round_, results, target) -> dict:
         """A frontier round's decisions gather in each host's round arrays: one task
         per host writes them as checkpoint parts. Returns {part: decisions}. A host
         that ran tasks of the round but has no worker left lost its decisions:
         _RedoRound."""
         client = self.client
-        hosts = sorted({w["host"] for w in client.scheduler_info()["workers"].values()})
+        hosts = sorted(self.memory_domains())
         ran = {r["host"] for r in results}
         gone = ran - set(hosts)
         if gone:
@@ -386,7 +393,7 @@ class Driver:
                 return future.result()
             if self.stop.is_set():
                 raise _Stopped()
-            if host not in {w["host"] for w in self.client.scheduler_info()["workers"].values()}:
+            if host not in self.memory_domains():
                 future.cancel()
                 raise DaskTimeout(f"host {host} has no worker left")
 
@@ -618,6 +625,13 @@ def frontier_pieces(chunks, sources: dict, threads: int) -> list:
     return tasks
 
 
+def space_name(client: Client, name: str) -> str:
+    """The solve run's host memory space: private to each worker process when every
+    host runs one (its threads share it; hostmem.py says why that is faster)."""
+    per_host = Counter(w["host"] for w in client.scheduler_info()["workers"].values())
+    return private_name(name) if per_host and max(per_host.values()) == 1 else name
+
+
 def space_prefix(url: str) -> str:
     """The start of the host-memory space names of every solve into `url`."""
     return "solve-" + hashlib.sha1(str(url).encode()).hexdigest()[:12] + "-"
@@ -635,7 +649,7 @@ def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
         # This run's arrays in each host's shared memory; what an earlier run into
         # the same output left there (a crash) goes first.
         prefix = space_prefix(job.url)
-        job = replace(job, space=prefix + lease.token[:12])
+        job = replace(job, space=space_name(client, prefix + lease.token[:12]))
         client.run(remove_spaces, prefix, job.space)
         try:
             return Driver(client, job, plan, log, chunk_size, progress, stop_after_rounds).run()

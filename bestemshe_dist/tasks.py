@@ -195,7 +195,7 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     host = host_pair(job, pair, dep_shas, job.dep_source)
     exact = host.sync(round_ - 1)
     state = host.state
-    result = {"host": _worker_host(), "exact": exact, "name": None}
+    result = {"host": memory_domain(job), "exact": exact, "name": None}
     if mode == SWEEP:
         delta = state.sweep(layer, lo, hi, round_)
         if delta.decided:
@@ -219,12 +219,15 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     return result
 
 
-def _worker_host() -> str:
-    """The host as the scheduler knows it (what task restrictions name)."""
+def memory_domain(job: Job) -> str:
+    """Where this task's round decisions gather, as task restrictions name it: the
+    host as the scheduler knows it, or the worker's address when the solve's host
+    memory is private to each worker process (hostmem.py)."""
     try:
         from distributed import get_worker
         from distributed.comm import get_address_host
-        return get_address_host(get_worker().address)
+        address = get_worker().address
+        return address if hostmem.is_private(job.space) else get_address_host(address)
     except (ImportError, ValueError):
         return "local"
 
@@ -400,6 +403,8 @@ def host_memory_room(space_name: str) -> tuple:
     """(bytes the host arrays' folder can still take, plus what this run holds
     there already; the folder): a container's /dev/shm can be far smaller than
     its memory."""
+    if hostmem.is_private(space_name):
+        return None, str(hostmem.root())   # the arrays are the process's memory, not the folder's
     return hostmem.free_bytes() + hostmem.space(space_name).bytes_held(), str(hostmem.root())
 
 

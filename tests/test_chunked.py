@@ -57,6 +57,27 @@ def test_chunked_50_stone_endgame_equals_published(client, tmp_path, monkeypatch
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 
 
+def test_one_worker_process_with_threads_solves_in_private_memory(tmp_path, monkeypatch):
+    """A cluster of one worker process (two threads) gets a private host space
+    (hostmem.py): the pair's arrays in the process's own memory, round decisions
+    flushed per worker. The files equal the published ones."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setattr(run, "MIN_PIECE", 1000)
+    monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 100)
+    variant = Variant(50, 5)
+    lines = []
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        assert run.space_name(client, "solve-x") == "solve-x-private"
+        solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
+    assert any("pair-16-24 round 3 (frontier" in line for line in lines)
+    for path in FIXTURE_M40.glob("*.bin"):
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
 def test_frontier_pieces_follow_the_sources():
     """A frontier half's tasks: chunks without sources have none, the others are
     split in proportion to their sources (about PIECES_PER_THREAD per thread), the

@@ -2,6 +2,7 @@
 command line wins over a config, bad configs are one sentence (exit 2) that
 never repeats a credential."""
 import json
+import os
 import sys
 
 import pytest
@@ -77,6 +78,12 @@ slurm: {cores: 2, memory: 3GB, adapt: {minimum: 1, maximum: 5}}
         (3, 2, "127.0.0.1:9999")
     kwargs = cluster.local_cluster_kwargs(config, workers=1, threads_per_worker=1, dashboard_address="none")
     assert (kwargs["n_workers"], kwargs["threads_per_worker"], kwargs["dashboard_address"]) == (1, 1, None)
+    # No config: one process with a thread per core (private host memory); --workers W
+    # alone gives W single-threaded processes.
+    kwargs = cluster.local_cluster_kwargs(None, dashboard_address="none")
+    assert (kwargs["n_workers"], kwargs["threads_per_worker"]) == (1, os.cpu_count())
+    kwargs = cluster.local_cluster_kwargs(None, workers=3, dashboard_address="none")
+    assert (kwargs["n_workers"], kwargs["threads_per_worker"]) == (3, 1)
     kwargs, scaling, _ = cluster.slurm_settings(config)
     assert scaling == ("adapt", {"minimum": 1, "maximum": 5}) and kwargs["cores"] == 2
     assert kwargs["python"] == sys.executable

@@ -225,22 +225,67 @@ def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
 
 def test_host_memory_is_held_once_for_all_worker_processes(tmp_path):
     """Two worker processes on one host share the pair's arrays and dependency
-    layers: the host memory held equals what one process holds."""
+    layers: the host memory held equals what one process holds, shared (files) or
+    private (one process with two threads: its own memory, in 2 MiB pages)."""
     held = {}
-    for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
+    for workers, threads in ((1, 1), (2, 1), (1, 2)):
+        out = tmp_path / f"w{workers}t{threads}"
         done = run_cli("solve", "--pair", 10, 24, "--synthetic-deps", 3, "--stop-after-rounds", 2,
-                       "--workers", workers, "--chunk-size", 1 << 18, "--out", out, "--dashboard-address", "none")
+                       "--workers", workers, "--threads-per-worker", threads, "--chunk-size", 1 << 18,
+                       "--out", out, "--dashboard-address", "none")
         assert done.returncode == 0, done.stderr
         line = next(l for l in done.stderr.splitlines() if "host memory held at most:" in l)
-        held[workers] = int(line.split("at most:")[1].split()[0].replace(",", ""))
+        held[workers, threads] = int(line.split("at most:")[1].split()[0].replace(",", ""))
     variant = Variant(50, 5)
     pair = pair_plan(variant, 10, 24)
     expected = pair_memory(variant, pair, 1 << 18, 1, 1)
-    assert held[1] == held[2], held
     page = hostmem.PAGE_WORDS * 8
-    # What memory.py predicts, to a page per array (the last page of each).
-    assert expected.pair + expected.deps - 10 * page <= held[1] <= expected.pair + expected.deps + 3 * page
+    # What memory.py predicts, to a page per array (the last page of each); a
+    # private array's pages are 2 MiB where it is large enough for them.
+    low, high = expected.pair + expected.deps - 10 * page, expected.pair + expected.deps + 3 * page
+    assert low <= held[2, 1] <= high, held
+    for alone in ((1, 1), (1, 2)):
+        assert low <= held[alone] <= high + 8 * (2 << 20), held
+
+
+def test_a_private_space_is_one_processes_memory(tmp_path, monkeypatch):
+    """A private host space (every host runs one worker process): an array is made
+    and filled once however many threads ask for it, a freed range reads as zeros
+    and gives its pages back, marks belong to the process, and nothing is left in
+    the folder once it is removed."""
+    import os
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv(hostmem.ROOT_ENV, str(tmp_path))
+    name = hostmem.private_name("solve-test")
+    space = hostmem.space(name)
+    assert space.private and hostmem.is_private(name) and not hostmem.is_private("solve-test")
+    fills = []
+    words = 4 << 20      # 32 MiB
+
+    def make(_):
+        return space.array("codes", words, fill=lambda a: (fills.append(1), a.fill(7)), identity="v1")
+
+    with ThreadPoolExecutor(8) as pool:
+        arrays = list(pool.map(make, range(8)))
+    assert len(fills) == 1 and all(a is arrays[0] for a in arrays) and int(arrays[0][-1]) == 7
+    assert words * 8 <= space.bytes_held() <= words * 8 + (2 << 20)
+    space.free("codes", 0, words // 2)
+    assert int(arrays[0][0]) == 0 and int(arrays[0][words // 2]) == 7
+    assert space.bytes_held() <= words * 4 + (2 << 20)
+    space.mark("row-4-20", "sha256:x")
+    assert space.has("row-4-20", "sha256:x")
+    other = subprocess.run([sys.executable, "-c", f"from bestemshe_dist import hostmem; "
+                            f"print(hostmem.space({name!r}).has('row-4-20'))"],
+                           capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+    assert other.stdout.strip() == "False", other.stderr   # another process holds none of it
+    assert space.array("codes", words, identity="v2")[-1] == 0   # a new identity: made anew
+    space.remove()
+    with hostmem._SPACES_LOCK:
+        hostmem._SPACES.pop(name, None)
+    assert not list(tmp_path.rglob("*solve-test*"))
 
 
 def test_the_50_stone_endgame_with_distances_equals_the_earlier_solver(client, tmp_path):
