@@ -153,8 +153,10 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
-    if args.threads_per_worker is None:
-        args.threads_per_worker = (os.cpu_count() or 1) if args.workers == 1 else 1
+    if args.threads_per_worker is None:   # what the CLI's local cluster does with no --threads-per-worker
+        from bestemshe_dist.cluster import local_cluster_kwargs
+        args.threads_per_worker = local_cluster_kwargs(None, args.workers, dashboard_address="none")[
+            "threads_per_worker"]
     if args.one:
         print(json.dumps(one_process(args)))
         return 0

@@ -262,7 +262,7 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
     order does not matter inside a round (a re-check reads only earlier rounds'
     values, `other` and `deps`, and every change of `found` is a claim), and two
     small loops compile to faster code than one that does both (pair 8-12's
-    round 2, 41M LOSS sources: 6.5 s against 11.8 s).
+    round 2, 41M LOSS sources: 6.7 s against 11.8 s).
     """
     wins = _frontier_wins(pits, stones, fresh, fresh_lo, lo, hi, own, found, binom)
     losses, evaluated = _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other,
@@ -328,22 +328,33 @@ def _frontier_wins(pits, stones, fresh, fresh_lo, lo, hi, own, found, binom):
         at = _reach(child, at, target, stones, binom)
         for p in range(unmove_specs(child, pits, after, specs)):
             if queued - done == PREDS:
-                x = ring[done & (PREDS - 1)]
+                wins += _claim_win(own, found, ring[done & (PREDS - 1)])
                 done += 1
-                # A CHECKED mark (re-checked for another child) gives way to the WIN.
-                if get_code(own, x) == UNKNOWN and claim_code(found, x, WIN, True):
-                    wins += 1
             x = unmove_rank(after, pits, specs[p, 0], specs[p, 1], specs[p, 2], binom)
             ring[queued & (PREDS - 1)] = x
             queued += 1
             prefetch(own, x >> 5)
             prefetch(found, x >> 5)
     while done < queued:
-        x = ring[done & (PREDS - 1)]
+        wins += _claim_win(own, found, ring[done & (PREDS - 1)])
         done += 1
-        if get_code(own, x) == UNKNOWN and claim_code(found, x, WIN, True):
-            wins += 1
     return wins
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _claim_win(own, found, x):
+    """Predecessor x of a LOSS: 1 when it becomes a WIN here. A CHECKED mark
+    (re-checked for another child) gives way to the WIN."""
+    return 1 if get_code(own, x) == UNKNOWN and claim_code(found, x, WIN, True) else 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _settle_check(found, kids, c, check_x, check_count, other, deps):
+    """The last stage of a re-check queued in slot c: 1 when every child is a WIN
+    and the position (CHECKED) becomes a LOSS here."""
+    if check_count[c] >= 0 and _every_queued_child_wins(kids, c, check_count[c], other, deps):
+        return 1 if claim_code(found, check_x[c], LOSS, True) else 0
+    return 0
 
 
 @njit(cache=True, nogil=True)
@@ -404,10 +415,8 @@ def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, 
                 continue   # another task on this host got there first
             evaluated += 1
             if checks_in - checks_out == CHECKS:
-                c = checks_out & (CHECKS - 1)
+                losses += _settle_check(found, kids, checks_out & (CHECKS - 1), check_x, check_count, other, deps)
                 checks_out += 1
-                if check_count[c] >= 0 and _every_queued_child_wins(kids, c, check_count[c], other, deps):
-                    losses += claim_code(found, check_x[c], LOSS, True)
             c = checks_in & (CHECKS - 1)
             checks_in += 1
             count, flag = _queue_children(pred_board[slot], pits, win_kazan, k1, other, deps, dep_start, binom,
@@ -419,10 +428,8 @@ def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, 
         if target < 0:
             break
     while checks_out < checks_in:
-        c = checks_out & (CHECKS - 1)
+        losses += _settle_check(found, kids, checks_out & (CHECKS - 1), check_x, check_count, other, deps)
         checks_out += 1
-        if check_count[c] >= 0 and _every_queued_child_wins(kids, c, check_count[c], other, deps):
-            losses += claim_code(found, check_x[c], LOSS, True)
     return losses, evaluated
 
 
