@@ -99,7 +99,6 @@ class HostSpace:
         # A private space's marks say what this process holds, so they are its own.
         self.folder = root() / name / f"p{os.getpid()}" if self.private else root() / name
         self._maps: dict = {}
-        self._private: dict = {}      # name -> the anonymous mapping of a private array
         self._lock = threading.Lock()
 
     # -- locks and small state files ----------------------------------------------------
@@ -174,7 +173,6 @@ class HostSpace:
         self.write_state(f"{name}.ready", {"identity": identity, "words": words})
         with self._lock:
             self._maps[name] = (array, identity)
-            self._private[name] = memory
         return array
 
     def has(self, name: str, identity: str | None = None) -> bool:
@@ -189,11 +187,8 @@ class HostSpace:
         if mapped is None or words <= 0:
             return
         array = mapped[0]
-        if self.private:
-            with self._lock:
-                memory = self._private.get(name)
-            if memory is not None:
-                memory.madvise(mmap.MADV_DONTNEED, first_word * 8, words * 8)
+        if self.private:   # np.frombuffer's base is a memoryview of the anonymous mmap
+            array.base.obj.madvise(mmap.MADV_DONTNEED, first_word * 8, words * 8)
         else:
             array._mmap.madvise(mmap.MADV_REMOVE, first_word * 8, words * 8)
 
@@ -201,7 +196,6 @@ class HostSpace:
         # Never closed by hand: a task may still hold a view; the pages go with the last reference.
         with self._lock:
             self._maps.pop(name, None)
-            self._private.pop(name, None)
 
     def mark(self, name: str, identity: str) -> None:
         """Record that `name` (a slot of an array, filled under its lock) holds `identity`."""
@@ -217,7 +211,6 @@ class HostSpace:
         for name in names:
             with self._lock:
                 self._maps.pop(name, None)   # a private array goes with its last view
-                self._private.pop(name, None)
             for suffix in (".u64", ".ready.json"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.folder / f"{name}{suffix}").unlink()
@@ -235,7 +228,6 @@ class HostSpace:
     def remove(self) -> None:
         with self._lock:
             self._maps.clear()
-            self._private.clear()
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.private:
             with contextlib.suppress(OSError):
