@@ -37,11 +37,21 @@ from .progress import Progress
 from .tables import distance_width
 from .store import PRIVATE, bytes_read, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
 from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task,
-                    host_memory_bytes, host_memory_room, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes, publish_layer_task, publish_part_task,
-                    round_chunk_task, solve_pair_task, warm_up)
+                    host_memory_bytes, host_memory_room, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes,
+                    publish_layer_task, publish_part_task, round_chunk_task, small_round_task, solve_pair_task,
+                    warm_up)
 
 # How often the driver looks whether a flush's host still has workers while it waits.
 HOST_POLL_SECONDS = 5.0
+# A frontier round whose sources (the last round's decisions) are at most this many,
+# and at most a 64th of a chunk (smaller than any chunk task), runs as one task:
+# pair 8-12's rounds of 100,000-500,000 sources take 0.1-0.3 s of work in one
+# thread, and spread over tasks paid about 0.2 s of waits on the cluster.
+SMALL_ROUND_SOURCES = 1 << 19
+# Dask priority of the tasks a whole round waits on (flushes, small rounds): they
+# are short, and without it they queue behind other pairs' long chunk tasks (in the
+# --min-captured 20 solve, pair 10-12's last 70 rounds took 456 s so).
+BARRIER_PRIORITY = 10
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
 # compresses on its own; large enough that a round's fixed costs stay small.
@@ -219,25 +229,31 @@ class Driver:
             previous = markers[-1]["parts"] if markers else []
             # decisions per part (absent from the checkpoints of older versions)
             weights = markers[-1].get("part_decided", {}) if markers else {}
+            flush_seconds = 0.0
             if mode == SWEEP:
                 results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
                 parts = {r["name"]: r["wins"] + r["losses"] for r in results if r["name"]}
+            elif is_small_round(last_decided, self.chunk_size):
+                results = [self._small_round(pair, dep_shas, series, round_, previous)]
+                parts = results[0]["parts"]
             else:
                 # One layer at a time: the sources in its partner decide it, in the
                 # host's one round array, written out before the other layer's turn.
                 results, parts = [], {}
                 for target in pair.layers:
                     half = [c for c in chunks if c[0] == partner(target)]
-                    done, found = self._frontier_half(pair, dep_shas, series, round_, half, previous, target,
-                                                      weights)
+                    done, found, flushed = self._frontier_half(pair, dep_shas, series, round_, half, previous,
+                                                               target, weights)
                     results += done
                     parts.update(found)
+                    flush_seconds += flushed
             last_decided = sum(parts.values())
             marker = {"round": round_, "mode": mode, "parts": sorted(parts), "decided": last_decided,
                       "part_decided": dict(sorted(parts.items())),
                       "evaluations": sum(r["evaluations"] for r in results),
                       "seconds": time.perf_counter() - start,
-                      "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0)}
+                      "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0),
+                      "task_seconds": task_seconds(results), "flush_seconds": round(flush_seconds, 3)}
             if mode == SWEEP:
                 marker["undecided_before"] = sum(r["undecided_before"] for r in results)
             exact = [r["exact"].get(round_ - 1) for r in results if r["exact"].get(round_ - 1) is not None]
@@ -289,13 +305,31 @@ class Driver:
                                                  key=self.task_key(layer_key(*layer)), pure=False, retries=3)
         return layer_futures
 
+    def _small_round(self, pair, dep_shas, series, round_, previous) -> dict:
+        """A frontier round with few sources, in one task (tasks.small_round_task);
+        it goes before other pairs' queued tasks, as flushes do: a pair's tail is
+        dozens of rounds in a row, each waiting on the last."""
+        future = self.client.submit(small_round_task, self.job, pair, dep_shas, series, round_, self.chunk_size,
+                                    previous, key=self.task_key(f"{pair.key}/round-{round_}/small"),
+                                    priority=BARRIER_PRIORITY, pure=False, retries=3)
+        with self.round_lock:
+            self.round_futures.add(future)
+        try:
+            return future.result()
+        finally:
+            with self.round_lock:
+                self.round_futures.discard(future)
+
     def _frontier_half(self, pair, dep_shas, series, round_, chunks, previous, target, weights) -> tuple:
         """The frontier tasks deciding layer `target`, then the flush of their
-        decisions; again if a host lost them on the way. Returns (results, parts)."""
+        decisions; again if a host lost them on the way. Returns (results, parts,
+        the flush's seconds)."""
         for attempt in range(1, 4):
             results = self._round_tasks(pair, dep_shas, series, round_, FRONTIER, chunks, previous, weights)
+            start = time.perf_counter()
             try:
-                return results, self._flush(pair, dep_shas, series, round_, results, target)
+                parts = self._flush(pair, dep_shas, series, round_, results, target)
+                return results, parts, time.perf_counter() - start
             except _RedoRound as why:
                 self.log(f"{pair.key} round {round_}: {why}; running it again (attempt {attempt + 1})")
         raise BestemsheError(f"{pair.key} round {round_} lost its workers three times; "
@@ -344,27 +378,29 @@ class Driver:
         return set(workers) if is_private(self.job.space) else {w["host"] for w in workers.values()}
 
     def _flush(self, pair, dep_shas, series, round_, results, target) -> dict:
-        """A frontier round's decisions gather in each host's round arrays: one task
-        per host writes them as checkpoint parts. Returns {part: decisions}. A host
-        that ran tasks of the round but has no worker left lost its decisions:
-        _RedoRound."""
+        """A frontier round's decisions gather in each host's round arrays: tasks on
+        each host, one per chunk, write them as checkpoint parts. Returns {part:
+        decisions}. A host that ran tasks of the round but has no worker left lost
+        its decisions: _RedoRound."""
         client = self.client
         hosts = sorted(self.memory_domains())
         ran = {r["host"] for r in results}
         gone = ran - set(hosts)
         if gone:
             raise _RedoRound(f"host {sorted(gone)[0]} ran tasks of it and has no worker left")
-        futures = {host: client.submit(flush_round_task, self.job, pair, dep_shas, series, round_,
-                                       self.chunk_size, host_tag(host), target, workers=[host],
-                                       allow_other_workers=False, pure=False, retries=2,
-                                       key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-"
-                                                         f"{target[1]}-{host_tag(host)}"))
-                   for host in hosts}
+        futures = {(host, chunk): client.submit(
+                       flush_round_task, self.job, pair, dep_shas, series, round_, chunk, lo, hi,
+                       host_tag(host), target, workers=[host], allow_other_workers=False, pure=False, retries=2,
+                       priority=BARRIER_PRIORITY,
+                       key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
+                                         f"{host_tag(host)}-c{chunk}"))
+                   for host in hosts
+                   for chunk, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))}
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts = {}
         try:
-            for host, future in futures.items():
+            for (host, _), future in futures.items():
                 try:
                     result = self._wait_on_host(future, host)
                 except Exception as exc:
@@ -600,6 +636,22 @@ class Driver:
         unneeded = [d for d in pair.deps if d not in needed]
         self.client.run(drop_from_caches, self.job.space, None if self.small(pair) else pair, unneeded,
                         self.job.variant)
+
+
+def is_small_round(sources: int, chunk_size: int) -> bool:
+    """Whether a frontier round of `sources` sources runs as one task."""
+    return sources <= min(SMALL_ROUND_SOURCES, chunk_size // 64)
+
+
+def task_seconds(results: list) -> dict:
+    """A round's task time by phase, summed over its tasks (round_chunk_task's
+    "phases"; "other" is the rest: writing a sweep's part, the task's start)."""
+    total = {}
+    for r in results:
+        for phase, seconds in r.get("phases", {}).items():
+            total[phase] = total.get(phase, 0.0) + seconds
+        total["other"] = total.get("other", 0.0) + r["seconds"] - sum(r.get("phases", {}).values())
+    return {phase: round(seconds, 3) for phase, seconds in total.items()}
 
 
 def frontier_pieces(chunks, sources: dict, threads: int) -> list:

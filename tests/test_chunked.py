@@ -1,11 +1,13 @@
 """Large pairs as rounds of chunk tasks: the same files as whole-pair solving
 (and as the brute force), for many chunk sizes, including ones that divide
 nothing and ones of a few hundred positions (many rounds, many chunks)."""
+import logging
 import re
 
 import pytest
+from distributed import Client, LocalCluster
 
-from bestemshe_dist import run
+from bestemshe_dist import kernels, run
 from bestemshe_dist.plan import make_plan
 from bestemshe_dist.run import frontier_pieces, solve
 from bestemshe_dist.tasks import Job
@@ -76,6 +78,68 @@ def test_one_worker_process_with_threads_solves_in_private_memory(tmp_path, monk
     assert any("pair-16-24 round 3 (frontier" in line for line in lines)
     for path in FIXTURE_M40.glob("*.bin"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_frontier_rounds_in_one_task_or_spread_give_the_published_files(client, tmp_path, monkeypatch, small):
+    """Every frontier round as one task (run.is_small_round always true), or none:
+    the files equal the published ones either way."""
+    monkeypatch.setattr(run, "is_small_round", lambda sources, chunk_size: small)
+    variant = Variant(50, 5)
+    lines = []
+    solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
+    frontier = [l for l in lines if "pair-16-24 round" in l and "(frontier" in l]
+    tasks = [int(re.search(r"(\d+) tasks\)", line).group(1)) for line in frontier]
+    assert tasks and (set(tasks) == {1} if small else max(tasks) > 1), frontier
+    for path in FIXTURE_M40.glob("*.bin"):
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_frontier_rounds_in_one_task_equal_bruteforce(client, tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "is_small_round", lambda sources, chunk_size: True)
+    variant = Variant(12, 3)
+    solve(client, Job(str(tmp_path), variant), make_plan(variant), chunk_size=100)
+    assert assert_matches_bruteforce(tmp_path, 12, 3) == len(variant.layers)
+
+
+def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path):
+    """A one-task round that died part-way leaves decisions in the host's round
+    array (it outlives the worker process); the next try of the round on that host
+    empties it first, or the dead try's decisions of one layer would be taken as
+    the other's. Its parts hold the same decisions as a clean try's."""
+    from bestemshe_dist import hostmem
+    from bestemshe_dist.hostpair import host_pair
+    from bestemshe_dist.pair import Delta
+    from bestemshe_dist.plan import single_pair_plan
+    from bestemshe_dist.store import completed_rounds
+    from bestemshe_dist.tasks import small_round_task
+
+    variant = Variant(50, 5)
+    plan = single_pair_plan(variant, 10, 24)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as local:
+        solve(local, Job(str(tmp_path), variant, synthetic=2), plan, chunk_size=1 << 18, stop_after_rounds=4)
+    pair = plan.pairs[0]
+    job = Job(str(tmp_path), variant, synthetic=2, space="test-small-round")
+    store = job.store()
+    sources = completed_rounds(store, pair.key)[3]["parts"]
+    try:
+        clean = small_round_task(job, pair, {}, "s", 4, 1 << 18, sources)
+        decided = {name: Delta.from_bytes(store.read_bytes(name)).decisions() for name in clean["parts"]}
+        assert clean["parts"] and sum(clean["parts"].values()) == clean["wins"] + clean["losses"]
+        # a try that died after deciding positions of the second layer, in the round array
+        state = host_pair(job, pair, {}, job.dep_source).state
+        for x in range(0, pair.layer_size, 997):
+            kernels.set_code(state.found[pair.layers[1]], x, kernels.WIN)
+        again = small_round_task(job, pair, {}, "s", 4, 1 << 18, sources)
+        assert again["parts"] == clean["parts"]
+        for name, (ranks, values) in decided.items():
+            got = Delta.from_bytes(store.read_bytes(name)).decisions()
+            assert got[0].tolist() == ranks.tolist() and got[1].tolist() == values.tolist(), name
+    finally:
+        from bestemshe_dist.hostpair import forget_all
+        forget_all(job.space)
+        hostmem.space(job.space).remove()
 
 
 def test_frontier_pieces_follow_the_sources():

@@ -123,6 +123,55 @@ def test_delta_round_trips_through_bytes():
     assert [int(kernels.get_code(codes, i)) for i in (999, 1000, 1037, 1099)] == [0, 1, 2, 1]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 300), st.lists(st.tuples(st.integers(0, 299), st.sampled_from([1, 2])), max_size=40),
+       st.integers(0, 10**9))
+def test_a_checkpoint_part_round_trips_aligned_and_writable(size, marks, lo):
+    """Dense and sparse parts come back equal, with arrays the kernels take as they
+    are (aligned, writable: numba would compile anew for others), in place over
+    the decompressed bytes."""
+    dense = kernels.new_codes(size)
+    for i, code in marks:
+        if i < size:
+            kernels.set_code(dense, i, code)
+    wins, losses, _ = (int(x) for x in kernels.count_codes(dense, size))
+    d = Delta((6, 14), 11, lo, lo + size, dense=dense, wins=wins, losses=losses, evaluations=size)
+    for part in (d, d.sparse()):
+        back = Delta.from_bytes(part.to_bytes())
+        assert (back.layer, back.round, back.lo, back.hi, back.wins, back.losses, back.evaluations) == \
+            ((6, 14), 11, lo, lo + size, wins, losses, size)
+        assert back.decisions()[0].tolist() == d.decisions()[0].tolist()
+        assert back.decisions()[1].tolist() == d.decisions()[1].tolist()
+        for array in (back.dense, back.ranks, back.values):
+            if array is not None:
+                assert array.flags.aligned and array.flags.writeable and array.flags.c_contiguous
+
+
+def test_a_checkpoint_part_of_the_earlier_layout_is_read():
+    """Parts written by np.save after an unpadded JSON line (before this version)
+    still read: a solve resumed across the upgrade keeps its rounds."""
+    import io
+    import json
+
+    import zstandard
+
+    buf = io.BytesIO()
+    meta = {"layer": [2, 4], "round": 5, "lo": 10, "hi": 20, "wins": 1, "losses": 1, "evaluations": 3,
+            "kind": "sparse"}
+    buf.write(json.dumps(meta).encode() + b"\n")
+    np.save(buf, np.array([11, 17], np.int64))
+    np.save(buf, np.array([1, 2], np.uint8))
+    back = Delta.from_bytes(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
+    assert back.ranks.tolist() == [11, 17] and back.values.tolist() == [1, 2] and back.ranks.flags.aligned
+    dense = kernels.new_codes(40)
+    kernels.set_code(dense, 3, 2)
+    buf = io.BytesIO()
+    buf.write(json.dumps({**meta, "kind": "dense", "lo": 0, "hi": 40, "wins": 0}).encode() + b"\n")
+    np.save(buf, dense)
+    back = Delta.from_bytes(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
+    assert back.dense.tolist() == dense.tolist() and back.dense.flags.aligned
+
+
 @pytest.mark.parametrize("stones,pits", [(12, 3), (10, 5), (14, 2)])
 def test_distance_tables_equal_bruteforce(stones, pits):
     variant = Variant(stones, pits)
