@@ -119,6 +119,14 @@ def through_cli(args, out: Path) -> dict:
     # "pair-8-12 round 3 (frontier, 40 of 540 chunks): 1,234 decided, about 5 left, 1.23s"
     per_round = [(m.group(1), float(m.group(2))) for _, text in lines
                  for m in [re.match(r"pair-\d+-\d+ round \d+ \((\w+),.*, ([0-9.]+)s$", text)] if m]
+    # "pair-8-12: publishing after 75 rounds; its tasks' time: kernel 180.1, sources 6.3, sync 8.5 s; ..."
+    phases = {}
+    for _, text in lines:
+        m = re.match(r"pair-\d+-\d+: publishing after \d+ rounds; its tasks' time: (.*) s; waited on flushes "
+                     r"([0-9.]+) s", text)
+        if m:
+            phases = {k: float(v) for k, v in (item.rsplit(" ", 1) for item in m.group(1).split(", "))}
+            phases["flush_wait"] = float(m.group(2))
     manifest = json.loads((out / "manifest.json").read_text())
     entries = [manifest["layers"][f"{k1}_{k2}"] for k1, k2 in args.layers]
     rounds = entries[0]["solve_seconds"]   # the pair's rounds, as the driver (or its one task) timed them
@@ -127,7 +135,7 @@ def through_cli(args, out: Path) -> dict:
             "rounds": entries[0]["rounds"], "evaluations": entries[0]["evaluations"],  # the pair's, in each entry
             "counts": {f"{e['k1']}_{e['k2']}": e["counts"] for e in entries},
             "peak_rss_per_worker": per_worker, "round_modes": [mode for mode, _ in per_round],
-            "round_seconds": [seconds for _, seconds in per_round]}
+            "round_seconds": [seconds for _, seconds in per_round], "task_phases": phases}
 
 
 def by_mode(modes, seconds) -> dict:
@@ -147,16 +155,17 @@ def main(argv=None) -> int:
     parser.add_argument("--stones", type=int, default=50)
     parser.add_argument("--pits", type=int, default=5)
     # The CLI's own default (one process, a thread per core) unless given.
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--threads-per-worker", type=int, default=None)
     parser.add_argument("--skip-one-process", action="store_true", help="only the CLI (for the largest pairs)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
-    if args.threads_per_worker is None:   # what the CLI's local cluster does with no --threads-per-worker
-        from bestemshe_dist.cluster import local_cluster_kwargs
-        args.threads_per_worker = local_cluster_kwargs(None, args.workers, dashboard_address="none")[
-            "threads_per_worker"]
+    # what the CLI's local cluster does with what is given (with neither: one process,
+    # a thread per core; with --workers W alone, W processes of one thread)
+    from bestemshe_dist.cluster import local_cluster_kwargs
+    cluster = local_cluster_kwargs(None, args.workers, args.threads_per_worker, dashboard_address="none")
+    args.workers, args.threads_per_worker = cluster["n_workers"], cluster["threads_per_worker"]
     if args.one:
         print(json.dumps(one_process(args)))
         return 0
@@ -198,7 +207,10 @@ def main(argv=None) -> int:
         "positions_per_core_second": round(positions / (cli["wall_seconds"] * cores)),
         "round_positions_per_core_second": round(positions / max(cli["rounds_seconds"], 1e-9) / cores),
         "peak_rss_per_worker": cli["peak_rss_per_worker"], "counts": cli["counts"],
-        "round_seconds": cli["round_seconds"]}
+        "round_seconds": cli["round_seconds"],
+        # the round tasks' seconds by phase, summed over threads, and the wall time
+        # the rounds waited on flushes
+        "task_phases": cli["task_phases"]}
     if "one_process" in report:
         report["one_process"]["mode_seconds"] = by_mode(one["modes"], one["round_seconds"])
     report["cli"]["mode_seconds"] = by_mode(cli["round_modes"], cli["round_seconds"])
@@ -228,6 +240,10 @@ def main(argv=None) -> int:
         if row is not None:
             print(f"  {name}, seconds in rounds by kind: "
                   + ", ".join(f"{mode} {s:.1f}" for mode, s in row["mode_seconds"].items()))
+    if c["task_phases"]:
+        print("  CLI, round tasks' core-seconds by phase: "
+              + ", ".join(f"{k} {v:.1f}" for k, v in c["task_phases"].items() if k != "flush_wait")
+              + f"; wall seconds waiting on flushes {c['task_phases'].get('flush_wait', 0.0):.1f}")
     if "cli_over_one_process_rate" in report:
         print(f"  CLI rate / one-process rate: {report['cli_over_one_process_rate']}; "
               f"same counts: {same}")

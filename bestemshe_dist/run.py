@@ -270,7 +270,13 @@ class Driver:
                      f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s")
             self.progress.round_done(pair.key, round_, mode, last_decided, undecided, marker["seconds"])
             round_ += 1
-        self.log(f"{pair.key}: publishing after {round_} rounds")
+        phases = Counter()
+        for m in markers:
+            phases.update(m.get("task_seconds", {}))
+        flushes = sum(m.get("flush_seconds", 0.0) for m in markers)
+        detail = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items()))
+        self.log(f"{pair.key}: publishing after {round_} rounds"
+                 + (f"; its tasks' time: {detail} s; waited on flushes {flushes:.1f} s" if detail else ""))
         final = round_ - 1
         round_parts = [m["parts"] for m in markers]
         group = max(1, self.chunk_size // fmt.BLOCK_BITS)
@@ -374,28 +380,39 @@ class Driver:
     def memory_domains(self) -> set:
         """What holds a round array: each host, or each worker when host memory is
         private to a worker process (tasks.memory_domain)."""
+        return set(self.domain_threads())
+
+    def domain_threads(self) -> dict:
+        """Threads of each memory domain (memory_domains)."""
         workers = self.client.scheduler_info()["workers"]
-        return set(workers) if is_private(self.job.space) else {w["host"] for w in workers.values()}
+        threads: Counter = Counter()
+        for address, w in workers.items():
+            threads[address if is_private(self.job.space) else w["host"]] += w.get("nthreads", 1)
+        return dict(threads)
 
     def _flush(self, pair, dep_shas, series, round_, results, target) -> dict:
         """A frontier round's decisions gather in each host's round arrays: tasks on
-        each host, one per chunk, write them as checkpoint parts. Returns {part:
+        each host, one per thread, write them as checkpoint parts. Returns {part:
         decisions}. A host that ran tasks of the round but has no worker left lost
         its decisions: _RedoRound."""
         client = self.client
-        hosts = sorted(self.memory_domains())
+        threads = self.domain_threads()
+        hosts = sorted(threads)
         ran = {r["host"] for r in results}
         gone = ran - set(hosts)
         if gone:
             raise _RedoRound(f"host {sorted(gone)[0]} ran tasks of it and has no worker left")
-        futures = {(host, chunk): client.submit(
-                       flush_round_task, self.job, pair, dep_shas, series, round_, chunk, lo, hi,
-                       host_tag(host), target, workers=[host], allow_other_workers=False, pure=False, retries=2,
-                       priority=BARRIER_PRIORITY,
-                       key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
-                                         f"{host_tag(host)}-c{chunk}"))
-                   for host in hosts
-                   for chunk, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))}
+        ranges = [(c, lo, hi) for c, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))]
+        futures = {}
+        for host in hosts:
+            n = max(1, min(len(ranges), threads.get(host, 1)))
+            for g in range(n):
+                group = ranges[g * len(ranges) // n:(g + 1) * len(ranges) // n]
+                futures[host, g] = client.submit(
+                    flush_round_task, self.job, pair, dep_shas, series, round_, group, host_tag(host), target,
+                    workers=[host], allow_other_workers=False, pure=False, retries=2, priority=BARRIER_PRIORITY,
+                    key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
+                                      f"{host_tag(host)}-{g}"))
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts = {}

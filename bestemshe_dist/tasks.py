@@ -7,7 +7,7 @@ each host's shared memory (hostpair.py), never through the driver.
   the pair (brought up to the previous round from the checkpoints); a sweep
   writes its chunk's decisions, a frontier round gathers them in the host's
   round arrays;
-- flush_round_task: after a frontier round, one per chunk on each host: its decisions written
+- flush_round_task: after a frontier round, one per thread on each host: its decisions written
   as checkpoint parts;
 - small_round_task: a frontier round with few sources (a pair's tail) in one task,
   its parts written by it;
@@ -268,31 +268,33 @@ def memory_domain(job: Job) -> str:
         return "local"
 
 
-def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk: int,
-                     lo: int, hi: int, tag: str, layer: tuple) -> dict:
+def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunks: list,
+                     tag: str, layer: tuple) -> dict:
     """After every task of one half of a frontier round (the one deciding `layer`):
-    write this host's decisions of it in chunk `chunk` (ranks [lo, hi) of its round
-    array) as a checkpoint part, if it has any, then empty that range for the other
-    half. One task per chunk, so a host's chunks are written by all its threads at
-    once (one task per host took 0.15-0.7 s a half on pair 8-12, the other core
-    idle). The part is written before its range is emptied, so a retry after a
-    crash finds it. Returns the part and its decisions."""
+    write this host's decisions of it in `chunks` ((chunk, lo, hi): ranks [lo, hi)
+    of its round array) as checkpoint parts, one per chunk that has any, emptying
+    each range for the other half. A host's chunks are split among as many of
+    these tasks as it has threads (one task per host took 0.15-0.7 s a half on
+    pair 8-12, the other core idle). Each part is written before its range is
+    emptied, so a retry after a crash finds it. Returns the parts and their
+    decisions."""
     space = hostmem.space(job.space)
     if not space.has(f"{pair.key}-round"):
         return {"parts": {}, "tag": tag}      # this host holds nothing of the pair
     state = host_pair(job, pair, dep_shas, job.dep_source).state
     store = job.store()
-    name = part_name(pair.key, round_, layer, chunk, tag)
     parts = {}
-    with space.locked(f"{pair.key}-flush-{chunk}"):
-        delta = state.take(layer, lo, hi, round_, clear=False)
-        if delta.decided:
-            _write_part(store, name, delta)
-            parts[name] = delta.decided
-        elif store.exists(name):
-            # An earlier try of this flush wrote the part, then emptied the range.
-            parts[name] = Delta.from_bytes(store.read_bytes(name)).decided
-        state.clear(layer, lo, hi)
+    for chunk, lo, hi in chunks:
+        name = part_name(pair.key, round_, layer, chunk, tag)
+        with space.locked(f"{pair.key}-flush-{chunk}"):
+            delta = state.take(layer, lo, hi, round_, clear=False)
+            if delta.decided:
+                _write_part(store, name, delta)
+                parts[name] = delta.decided
+            elif store.exists(name):
+                # An earlier try of this flush wrote the part, then emptied the range.
+                parts[name] = Delta.from_bytes(store.read_bytes(name)).decided
+            state.clear(layer, lo, hi)
     return {"parts": parts, "tag": tag}
 
 

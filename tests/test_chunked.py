@@ -91,6 +91,12 @@ def test_frontier_rounds_in_one_task_or_spread_give_the_published_files(client, 
     frontier = [l for l in lines if "pair-16-24 round" in l and "(frontier" in l]
     tasks = [int(re.search(r"(\d+) tasks\)", line).group(1)) for line in frontier]
     assert tasks and (set(tasks) == {1} if small else max(tasks) > 1), frontier
+    # the pair's time by phase, summed from its round markers
+    published = next(l for l in lines if l.startswith("pair-16-24: publishing after"))
+    phases = dict(item.rsplit(" ", 1) for item in
+                  re.search(r"its tasks' time: (.*) s; waited on flushes", published).group(1).split(", "))
+    assert {"kernel", "sync", "flush" if small else "sources"} <= set(phases), published
+    assert all(float(v) >= 0 for v in phases.values()) and float(phases["kernel"]) > 0, published
     for path in FIXTURE_M40.glob("*.bin"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 

@@ -105,10 +105,14 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     assert run_cli("solve", "--stones", 8, "--pits", 2, "--min-captured", 6, "--out", deps,
                    "--workers", 1).returncode == 0
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pair_bench.py"), "--stones", "8", "--pits",
-                           "2", "--pair", "2", "2", "--deps", str(deps), "--workers", "1", "--json"],
+                           "2", "--pair", "2", "2", "--deps", str(deps), "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    # by default, the CLI's own local cluster
+    from bestemshe_dist.cluster import local_cluster_kwargs
+    default = local_cluster_kwargs(None, None, None, dashboard_address="none")
+    assert (report["workers"], report["threads_per_worker"]) == (default["n_workers"], default["threads_per_worker"])
     assert report["identical_counts"] and report["one_process"]["counts"] == report["cli"]["counts"]
     assert report["positions"] == SMALL.layer_size(2, 2) and report["cli"]["rounds"] >= 1
     cli = report["cli"]
@@ -117,6 +121,7 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     # rounds by kind: a pair this small is solved whole in one task (no round lines)
     assert sum(report["one_process"]["mode_seconds"].values()) <= report["one_process"]["seconds"] + 0.05
     assert len(cli["round_seconds"]) in (0, cli["rounds"]) and sum(cli["round_seconds"]) <= cli["rounds_seconds"]
+    assert cli["task_phases"] == {}   # nor phases: those come from a large pair's rounds
 
 
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
