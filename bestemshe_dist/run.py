@@ -405,7 +405,7 @@ class Driver:
         ranges = [(c, lo, hi) for c, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))]
         futures = {}
         for host in hosts:
-            n = max(1, min(len(ranges), threads.get(host, 1)))
+            n = max(1, min(len(ranges), threads[host]))
             for g in range(n):
                 group = ranges[g * len(ranges) // n:(g + 1) * len(ranges) // n]
                 futures[host, g] = client.submit(

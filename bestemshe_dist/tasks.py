@@ -285,17 +285,26 @@ def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     store = job.store()
     parts = {}
     for chunk, lo, hi in chunks:
-        name = part_name(pair.key, round_, layer, chunk, tag)
         with space.locked(f"{pair.key}-flush-{chunk}"):
-            delta = state.take(layer, lo, hi, round_, clear=False)
-            if delta.decided:
-                _write_part(store, name, delta)
-                parts[name] = delta.decided
-            elif store.exists(name):
-                # An earlier try of this flush wrote the part, then emptied the range.
-                parts[name] = Delta.from_bytes(store.read_bytes(name)).decided
-            state.clear(layer, lo, hi)
+            parts.update(_flush_chunk(store, state, pair, round_, layer, chunk, lo, hi, tag))
     return {"parts": parts, "tag": tag}
+
+
+def _flush_chunk(store: Store, state: PairState, pair: PairPlan, round_: int, layer: tuple, chunk: int,
+                 lo: int, hi: int, tag: str) -> dict:
+    """Write the round array's decisions of `layer` in [lo, hi) as the chunk's part,
+    then empty the range; returns {part: decisions} (nothing when none)."""
+    name = part_name(pair.key, round_, layer, chunk, tag)
+    delta = state.take(layer, lo, hi, round_, clear=False)
+    parts = {}
+    if delta.decided:
+        _write_part(store, name, delta)
+        parts[name] = delta.decided
+    elif store.exists(name):
+        # An earlier try wrote the part, then emptied the range.
+        parts[name] = Delta.from_bytes(store.read_bytes(name)).decided
+    state.clear(layer, lo, hi)
+    return parts
 
 
 def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk_size: int,
@@ -335,10 +344,7 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
                 names = by_chunk.get((source, c))
                 if not names:
                     continue
-                fresh_lo = lo & ~31
-                fresh = kernels.new_codes(hi - fresh_lo)
-                for name in names:
-                    Delta.from_bytes(store.read_bytes(name)).apply(fresh, offset=fresh_lo)
+                (fresh_lo, fresh, _), _ = _read_sources(store, lo, hi, names)
                 wins, losses, evaluated = state.frontier(source, fresh, fresh_lo, lo, hi)
                 result["wins"] += wins
                 result["losses"] += losses
@@ -347,11 +353,7 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
             phases["kernel"] = phases.get("kernel", 0.0) + time.perf_counter() - mark
             mark = time.perf_counter()
             for c, (lo, hi) in enumerate(ranges):
-                delta = state.take(target, lo, hi, round_)
-                if delta.decided:
-                    name = part_name(pair.key, round_, target, c, tag)
-                    _write_part(store, name, delta)
-                    result["parts"][name] = delta.decided
+                result["parts"].update(_flush_chunk(store, state, pair, round_, target, c, lo, hi, tag))
             phases["flush"] = phases.get("flush", 0.0) + time.perf_counter() - mark
     result["seconds"] = time.perf_counter() - start
     return result
