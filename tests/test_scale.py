@@ -124,6 +124,29 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     assert cli["task_phases"] == {}   # nor phases: those come from a large pair's rounds
 
 
+def test_floor_bench_does_the_kernels_arithmetic():
+    """benchmarks/floor_bench.py: its arithmetic loop ranks every continuing move's
+    child as rules.move_rank does (so its time is the kernel's arithmetic, not
+    less), its sweep evaluates every position, and the floor adds up."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor_bench.py"), "--stones", "12", "--pits",
+                           "3", "--layer", "2", "0", "--check", "100000", "--publish-core-seconds", "1.5", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    variant = Variant(12, 3)
+    size = variant.layer_size(2, 0)
+    assert report["positions"] == report["evaluated"] == report["check"]["ranks"] == size
+    assert report["check"]["kernel"] == report["check"]["reference"] == report["checksum"] > 0
+    floor = report["floor"]
+    assert floor["pair_positions"] == size + variant.layer_size(0, 2)
+    assert floor["wall_seconds_with_reads"] == pytest.approx(
+        (2.03 * floor["pair_positions"] * report["sweep_ns"] * 1e-9 + 1.5) / 2)
+    assert 0 < report["walk_ns"] and 0 < report["arithmetic_ns"] and 0 < report["sweep_ns"]
+
+
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
     out = tmp_path / "syn"
     done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", out,
