@@ -30,13 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from bestemshe_dist import Tablebase
-from bestemshe_dist import format as fmt
-from bestemshe_dist.blocks import read_layer_codes
-from bestemshe_dist.checksums import digest
-from bestemshe_dist.position import Position
-from bestemshe_dist.store import Store
-from bestemshe_dist.tables import codes_from_bitsets, layer_file_name
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.data import format as fmt
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.data.checksums import digest
+from bestemshe_dist.game.position import Position
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.data.layer_files import codes_from_bitsets
+from bestemshe_dist.naming import layer_file
+from bestemshe_dist.game.variant import Variant
 
 
 def _best(fn, repeats=3):
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
     def unchecked():
         for k1, k2 in layers:
             n = variant.layer_size(k1, k2)
-            bits = [fmt.decode_file((folder / layer_file_name(k1, k2, kind)).read_bytes(), kind, n)
+            bits = [fmt.decode_file((folder / layer_file(k1, k2, kind)).read_bytes(), kind, n)
                     for kind in ("win", "draw")]
             codes_from_bitsets(*bits, n, k1, k2)
 

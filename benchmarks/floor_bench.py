@@ -33,10 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from numba import literally, njit  # noqa: E402
 
-from bestemshe_dist import kernels  # noqa: E402
-from bestemshe_dist.pair import capture_targets, dep_bundle  # noqa: E402
-from bestemshe_dist.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, successor, unrank  # noqa: E402
-from bestemshe_dist.variant import Variant  # noqa: E402
+from bestemshe_dist.solve import kernels  # noqa: E402
+from bestemshe_dist.game.geometry import capture_targets  # noqa: E402
+from bestemshe_dist.solve.pair import dep_bundle  # noqa: E402
+from bestemshe_dist.game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, successor, unrank  # noqa: E402
+from bestemshe_dist.game.variant import Variant  # noqa: E402
 
 
 @njit(cache=True, nogil=True)
@@ -77,7 +78,7 @@ def arithmetic(pits, win_kazan, k1, stones, lo, hi, binom):
 
 def reference_checksum(variant: Variant, k1: int, k2: int, limit: int) -> int:
     """The same sum over the first `limit` ranks, one move at a time with rules.move_rank."""
-    from bestemshe_dist.rules import MOVE_ON, move_rank
+    from bestemshe_dist.game.rules import MOVE_ON, move_rank
 
     stones = variant.board_stones(k1, k2)
     board = np.empty(variant.board, np.int64)

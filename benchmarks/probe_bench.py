@@ -28,8 +28,8 @@ def layers_present(tb) -> list[tuple[int, int]]:
 
 
 def main() -> int:
-    from bestemshe_dist.oracle import Tablebase
-    from bestemshe_dist.position import Position
+    from bestemshe_dist.oracle.tablebase import Tablebase
+    from bestemshe_dist.game.position import Position
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")

@@ -42,13 +42,13 @@ import threading
 import time
 from pathlib import Path
 
-from bestemshe_dist.cluster import connect
-from bestemshe_dist.memory import GiB, pair_memory, plan_peak
-from bestemshe_dist.plan import make_plan, pair_plan, single_pair_plan
-from bestemshe_dist.run import DEFAULT_CHUNK_SIZE, solve
-from bestemshe_dist.store import Store, completed_rounds
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.cluster import connect
+from bestemshe_dist.dist.memory import GiB, pair_memory, plan_peak
+from bestemshe_dist.dist.plan import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.dist.driver import DEFAULT_CHUNK_SIZE, solve
+from bestemshe_dist.data.store import Store, completed_rounds
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 
 FRONTIER_EVALUATIONS = 0.92
 # The solve of k1 + k2 >= 16 (2 workers): pairs took 75-87 rounds, and its 732

@@ -20,10 +20,10 @@ import time
 
 
 def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
-    from bestemshe_dist.pair import solve_pair
-    from bestemshe_dist.plan import make_plan
-    from bestemshe_dist.tasks import warm_up
-    from bestemshe_dist.variant import Variant
+    from bestemshe_dist.solve.pair import solve_pair
+    from bestemshe_dist.dist.plan import make_plan
+    from bestemshe_dist.dist.tasks import warm_up
+    from bestemshe_dist.game.variant import Variant
 
     warm_up(pits)
     variant = Variant(stones, pits)

@@ -1,5 +1,8 @@
 """bestemshe_dist: a distributed retrograde solver for Bestemshe (SPEC.md)."""
-from .variant import Variant
+from . import moved
+from .game.variant import Variant
+
+moved.install()
 
 __all__ = ["Variant", "Tablebase", "Position"]
 __version__ = "0.1.0"
@@ -9,9 +12,9 @@ def __getattr__(name):
     # The oracle pulls in numba and fsspec: import it on first use, so that
     # `import bestemshe_dist` (and every CLI command) stays quick.
     if name == "Tablebase":
-        from .oracle import Tablebase
+        from .oracle.tablebase import Tablebase
         return Tablebase
     if name == "Position":
-        from .position import Position
+        from .game.position import Position
         return Position
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@ exit 2 for usage, 1 for failures."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -138,10 +139,10 @@ def _storage_options(text):
 def _cmd_plan(args) -> int:
     import os
 
-    from .memory import describe
-    from .plan import make_plan
-    from .run import DEFAULT_CHUNK_SIZE
-    from .variant import Variant
+    from .dist.driver import DEFAULT_CHUNK_SIZE
+    from .dist.memory import describe
+    from .dist.plan import make_plan
+    from .game.variant import Variant
 
     cores = os.cpu_count() or 1
     plan = make_plan(Variant(args.stones, args.pits), args.min_captured)
@@ -151,7 +152,7 @@ def _cmd_plan(args) -> int:
 
 def _solve_plan(args, variant):
     """The pairs to solve: the plan of --min-captured, or the one pair of --pair."""
-    from .plan import make_plan, single_pair_plan
+    from .dist.plan import make_plan, single_pair_plan
 
     if args.synthetic_deps is not None and args.pair is None:
         raise UsageError("--synthetic-deps needs --pair A B: it makes the dependency layers of one pair.")
@@ -169,7 +170,7 @@ def _solve_plan(args, variant):
 def _config_and_output(args, url, what="--out URL"):
     """(config, URL, storage options): --out / --storage-options win over the config's
     storage section (the options are merged key by key, the command line's first)."""
-    from .cluster import load_config, merge_options, storage_from_config
+    from .dist.cluster import load_config, merge_options, storage_from_config
 
     config = load_config(args.config) if args.config else None
     config_url, config_options = storage_from_config(config)
@@ -183,7 +184,7 @@ def _check_output_folder(url: str) -> None:
     """A local --out must be a folder or not exist yet (nor lie under a file)."""
     from pathlib import Path
 
-    from .store import Store
+    from .data.store import Store
 
     store = Store(url)
     if not store.local:
@@ -199,12 +200,12 @@ def _check_output_folder(url: str) -> None:
 
 
 def _cmd_solve(args) -> int:
-    from .cluster import connect
-    from .progress import ProgressView, Tee
-    from .run import DEFAULT_CHUNK_SIZE, solve
-    from .store import redact
-    from .tasks import Job
-    from .variant import Variant
+    from .data.store import redact
+    from .dist.cluster import connect
+    from .dist.driver import DEFAULT_CHUNK_SIZE, solve
+    from .dist.progress import ProgressView, Tee
+    from .dist.tasks import Job
+    from .game.variant import Variant
 
     # Every argument is checked here, before a cluster starts or anything is written.
     config, args.out, storage_options = _config_and_output(args, args.out)
@@ -247,8 +248,8 @@ def _dashboard_page(client, log, dashboard_address):
     the listener that feeds it (None when the scheduler has no dashboard)."""
     from distributed import LocalCluster
 
-    from .dashboard import page_link, register
-    from .progress import SchedulerEvents
+    from .dist.dashboard import page_link, register
+    from .dist.progress import SchedulerEvents
 
     local = isinstance(getattr(client, "cluster", None), LocalCluster)
     if local and dashboard_address is None:
@@ -284,7 +285,7 @@ def _oracle_parsers(sub):
 
 
 def _cmd_probe(args) -> int:
-    from .oracle import Tablebase, format_report, report
+    from .oracle.tablebase import Tablebase, format_report, report
 
     tb = Tablebase.open(args.url, _storage_options(args.storage_options))
     data = report(tb, args.numbers)
@@ -293,8 +294,8 @@ def _cmd_probe(args) -> int:
 
 
 def _cmd_play(args) -> int:
-    from .oracle import Tablebase
-    from .play import play_game
+    from .oracle.play import play_game
+    from .oracle.tablebase import Tablebase
 
     tb = Tablebase.open(args.url, _storage_options(args.storage_options))
     start = tb.position(args.start) if args.start is not None else None
@@ -328,8 +329,8 @@ def _verify_parser(sub):
 
 
 def _cmd_verify(args) -> int:
-    from .cluster import connect
-    from .verify import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
+    from .dist.cluster import connect
+    from .verify.proof import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
 
     out = sys.stderr if args.json else sys.stdout
 
@@ -372,7 +373,7 @@ def _checksums_parser(sub):
 
 
 def _cmd_checksums(args) -> int:
-    from .sidecars import format_checksums_report, write_checksums
+    from .data.sidecars import format_checksums_report, write_checksums
 
     report = write_checksums(args.url, _storage_options(args.storage_options), rewrite=args.rewrite,
                              threads=args.threads, log=None if args.json else print)
@@ -391,8 +392,26 @@ def _status_parser(sub):
     p.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
 
+@contextlib.contextmanager
+def _fsspec_without_zstandard():
+    """fsspec imports zstandard as it loads, only to offer a codec this project
+    never asks it for (it moves whole objects). `status` decodes no block, so it
+    loads fsspec with that one import refused: the command loads neither numba
+    nor zstandard, and a later `import zstandard` in the process still works."""
+    if "fsspec" in sys.modules or "zstandard" in sys.modules:
+        yield
+        return
+    sys.modules["zstandard"] = None   # `import zstandard` raises ImportError, which fsspec expects
+    try:
+        yield
+    finally:
+        if sys.modules.get("zstandard", False) is None:
+            del sys.modules["zstandard"]
+
+
 def _cmd_status(args) -> int:
-    from .status import format_status, tablebase_status
+    with _fsspec_without_zstandard():
+        from .dist.status import format_status, tablebase_status
 
     status = tablebase_status(args.url, _storage_options(args.storage_options))
     print(json.dumps(status) if args.json else format_status(status))
@@ -457,7 +476,7 @@ def main(argv=None) -> int:
 def _library_logs(args) -> None:
     """Once the arguments are checked and a cluster is about to start: the libraries'
     log records go to a file (logs.py), named in the error line if a failure follows."""
-    from .logs import route_library_logs
+    from .dist.logs import route_library_logs
 
     args.log_file = route_library_logs(args.command)
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from bestemshe_dist import kernels
-from bestemshe_dist.blocks import read_layer_codes
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.position import Position
-from bestemshe_dist.run import solve
-from bestemshe_dist.store import Store, manifest_key
-from bestemshe_dist.tables import decode_distances, layer_file_name
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.game.position import Position
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.naming import layer_name
+from bestemshe_dist.data.layer_files import decode_distances
+from bestemshe_dist.naming import layer_file
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 
 NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", kernels.UNKNOWN: "draw"}
 
@@ -34,12 +36,12 @@ def solver_tables(url, variant, storage_options=None):
         codes = read_layer_codes(store, variant, k1, k2)
         dtz = None
         if entry.get("dtz"):
-            data = store.read_bytes(layer_file_name(k1, k2, "dtz"))
+            data = store.read_bytes(layer_file(k1, k2, "dtz"))
             dtz = decode_distances(data, variant.layer_size(k1, k2),
                                    entry["dtz"]["bytes_per_position"], k1, k2)
         out[(k1, k2)] = (codes, dtz)
     assert set(out) == {tuple(map(int, k.split("_"))) for k in manifest["layers"]}
-    assert all(manifest_key(*layer) in manifest["layers"] for layer in out)
+    assert all(layer_name(*layer) in manifest["layers"] for layer in out)
     return out
 
 

@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 
 import bruteforce as bf
-from bestemshe_dist import kernels, rules
-from bestemshe_dist.blocks import read_layer_codes
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.run import solve
-from bestemshe_dist.tables import decode_distances
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.game import rules
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.data.layer_files import decode_distances
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 from test_solve_vs_bruteforce import assert_matches_bruteforce
 
 
@@ -42,7 +43,7 @@ def test_dtz_is_consistent_move_by_move_on_the_50_stone_endgame(client, tmp_path
     variant = Variant(50, 5)
     solve(client, Job(str(tmp_path), variant, dtz=True), make_plan(variant, 42))
     codes = {l: (tmp_path / f"layer_{l[0]}_{l[1]}_win.bin") for l in make_plan(variant, 42).layers}
-    from bestemshe_dist.store import Store
+    from bestemshe_dist.data.store import Store
     store = Store(str(tmp_path))
     values = {l: read_layer_codes(store, variant, *l) for l in codes}
     dtzs = {l: read_dtz(tmp_path, variant, *l) for l in codes}

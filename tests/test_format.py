@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from bestemshe_dist.errors import FormatError
 from conftest import FIXTURE_M40
-from bestemshe_dist.format import (
+from bestemshe_dist.data.format import (
     BLOCK_BITS,
     BLOCK_BYTES,
     bitset_bytes,

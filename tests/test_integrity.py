@@ -14,18 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bestemshe_dist import Position, Tablebase
-from bestemshe_dist import format as fmt
-from bestemshe_dist.blocks import read_layer_codes
-from bestemshe_dist.checksums import FileSums, LayerSums, digest, sums_name
+from bestemshe_dist.data import format as fmt
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.data.checksums import FileSums, LayerSums, digest
+from bestemshe_dist.naming import sums_file
 from bestemshe_dist.cli import main
 from bestemshe_dist.errors import FormatError
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.run import solve
-from bestemshe_dist.store import Store
-from bestemshe_dist import hostmem
-from bestemshe_dist.hostpair import dep_bundle
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.dist import hostmem
+from bestemshe_dist.dist.hostpair import dep_bundle
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40, run_cli
 
 V = Variant(50, 5)
@@ -91,7 +92,7 @@ def stale_sidecar(folder):
     overwrite_mid_frame(path)
     files = {"win": FileSums.of_file(path.read_bytes()),
              "draw": FileSums.of_file((folder / "layer_12_24_draw.bin").read_bytes())}
-    (folder / sums_name(*LAYER)).write_bytes(LayerSums(LAYER, files).to_bytes())
+    (folder / sums_file(*LAYER)).write_bytes(LayerSums(LAYER, files).to_bytes())
     path.write_bytes(good)
 
 
@@ -107,7 +108,7 @@ def _without_checksums(folder):
 
 
 def missing_sidecar(folder):
-    (folder / sums_name(*LAYER)).unlink()
+    (folder / sums_file(*LAYER)).unlink()
 
 
 DAMAGE = {
@@ -115,7 +116,7 @@ DAMAGE = {
     "frame truncated": (lambda f: truncate_mid_frame(f / WIN_FILE), f"{WIN_FILE}: the file is cut short"),
     "header changed": (lambda f: change_header(f / WIN_FILE), f"{WIN_FILE}: its header"),
     "sidecar stale": (stale_sidecar, "block 0 fails its checksum"),
-    "sidecar missing": (missing_sidecar, f"{sums_name(*LAYER)} is missing"),
+    "sidecar missing": (missing_sidecar, f"{sums_file(*LAYER)} is missing"),
 }
 POSITION = "12 24 3 1 4 3 0 0 1 0 2 0"     # rank 616,971 of layer 12_24: block 0
 
@@ -137,7 +138,7 @@ def test_sidecar_round_trip_and_what_it_covers(m36):
     offsets = fmt.parse_header(data, len(data), WIN_FILE)
     assert sums.size == len(data) and len(sums.frames) == len(offsets) - 1
     assert sums.header == digest(data[: offsets[0]]) and sums.frames[0] == digest(data[offsets[0]:offsets[1]])
-    raw = (m36 / sums_name(*LAYER)).read_bytes()
+    raw = (m36 / sums_file(*LAYER)).read_bytes()
     parsed = LayerSums.from_bytes(raw, LAYER, "x")
     assert parsed.files["win"] == sums and LayerSums.from_bytes(parsed.to_bytes(), LAYER, "x") == parsed
     entry = json.loads((m36 / "manifest.json").read_text())["layers"]["12_24"]
@@ -182,7 +183,7 @@ def test_probe_best_move_and_play_refuse_a_damaged_tablebase(m36, tmp_path, caps
     harm, needle = DAMAGE[damage]
     folder = _copy(m36, tmp_path / "tb")
     harm(folder)
-    shown = f"{folder}/{WIN_FILE}" if "sidecar missing" not in damage else f"{folder}/{sums_name(*LAYER)}"
+    shown = f"{folder}/{WIN_FILE}" if "sidecar missing" not in damage else f"{folder}/{sums_file(*LAYER)}"
 
     for args in (["probe", folder, *POSITION.split()], ["probe", folder, "--json", *POSITION.split()]):
         rc, out, err = _cli(capsys, *args)

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from bestemshe_dist import Position, Tablebase
-from bestemshe_dist import format as fmt
+from bestemshe_dist.data import format as fmt
 from bestemshe_dist.cli import main
 from bestemshe_dist.errors import StoreError, UsageError
-from bestemshe_dist.rules import rank
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.game.rules import rank
+from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40, run_cli
 from oracle_support import (assert_every_probe_matches, layer_positions, random_positions,
                             solve_into, solver_tables, truth)

@@ -15,8 +15,8 @@ import pytest
 import zstandard
 
 from bestemshe_dist import Position, Tablebase
-from bestemshe_dist import format as fmt
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.data import format as fmt
+from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40, S3_BUCKET, S3_KEY, S3_SECRET, run_cli
 from oracle_support import assert_every_probe_matches, layer_positions, solve_into, solver_tables
 

@@ -4,9 +4,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bruteforce as bf
-from bestemshe_dist import kernels, rules
-from bestemshe_dist.pair import FRONTIER, SWEEP, Delta, solve_pair
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.game import rules
+from bestemshe_dist.data.checkpoint import decode_part, encode_part
+from bestemshe_dist.solve.pair import FRONTIER, SWEEP, Delta, solve_pair
+from bestemshe_dist.game.variant import Variant
 
 
 def solve_variant(variant, method):
@@ -112,11 +114,11 @@ def test_delta_round_trips_through_bytes():
     for i, code in ((0, 1), (37, 2), (99, 1)):
         kernels.set_code(dense, i, code)
     d = Delta((2, 4), 3, 1000, 1100, dense=dense, wins=2, losses=1, evaluations=7)
-    back = Delta.from_bytes(d.to_bytes())
+    back = decode_part(encode_part(d))
     assert (back.dense == dense).all() and back.layer == (2, 4) and back.round == 3
     assert back.decisions()[0].tolist() == [1000, 1037, 1099]
     sparse = d.sparse()
-    back = Delta.from_bytes(sparse.to_bytes())
+    back = decode_part(encode_part(sparse))
     assert back.ranks.tolist() == [1000, 1037, 1099] and back.values.tolist() == [1, 2, 1]
     codes = kernels.new_codes(2000)
     back.apply(codes)
@@ -137,7 +139,7 @@ def test_a_checkpoint_part_round_trips_aligned_and_writable(size, marks, lo):
     wins, losses, _ = (int(x) for x in kernels.count_codes(dense, size))
     d = Delta((6, 14), 11, lo, lo + size, dense=dense, wins=wins, losses=losses, evaluations=size)
     for part in (d, d.sparse()):
-        back = Delta.from_bytes(part.to_bytes())
+        back = decode_part(encode_part(part))
         assert (back.layer, back.round, back.lo, back.hi, back.wins, back.losses, back.evaluations) == \
             ((6, 14), 11, lo, lo + size, wins, losses, size)
         assert back.decisions()[0].tolist() == d.decisions()[0].tolist()
@@ -161,14 +163,14 @@ def test_a_checkpoint_part_of_the_earlier_layout_is_read():
     buf.write(json.dumps(meta).encode() + b"\n")
     np.save(buf, np.array([11, 17], np.int64))
     np.save(buf, np.array([1, 2], np.uint8))
-    back = Delta.from_bytes(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
+    back = decode_part(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
     assert back.ranks.tolist() == [11, 17] and back.values.tolist() == [1, 2] and back.ranks.flags.aligned
     dense = kernels.new_codes(40)
     kernels.set_code(dense, 3, 2)
     buf = io.BytesIO()
     buf.write(json.dumps({**meta, "kind": "dense", "lo": 0, "hi": 40, "wins": 0}).encode() + b"\n")
     np.save(buf, dense)
-    back = Delta.from_bytes(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
+    back = decode_part(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
     assert back.dense.tolist() == dense.tolist() and back.dense.flags.aligned
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from bestemshe_dist import Position, Tablebase
 from bestemshe_dist.cli import main
-from bestemshe_dist.play import Game, play_game
+from bestemshe_dist.oracle.play import Game, play_game
 from conftest import FIXTURE_M40, ROOT
 from oracle_support import layer_positions, solve_into
 

@@ -2,11 +2,11 @@
 built from the driver's events and task transitions (no cluster needed)."""
 import io
 
-from bestemshe_dist.dashboard import SolveState, render
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.progress import ProgressView, plan_message
-from bestemshe_dist.run import SolveSummary
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.dashboard import SolveState, render
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.progress import ProgressView, plan_message
+from bestemshe_dist.dist.driver import SolveSummary
+from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 
 PLAN = make_plan(Variant(50, 5), 44)   # pairs 24-24, 22-24, 20-24, 22-22: 6 layers, 16,500 positions

@@ -3,10 +3,10 @@ byte for byte (SPEC.md: same names, same header, level-19 frames)."""
 import hashlib
 import json
 
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.run import solve
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40
 
 

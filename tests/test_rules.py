@@ -1,4 +1,4 @@
-"""Property tests for bestemshe_dist.variant and bestemshe_dist.rules (SPEC.md).
+"""Property tests for bestemshe_dist.game.variant and bestemshe_dist.game.rules (SPEC.md).
 
 The rank, the odometer order and the moves are checked against SPEC.md's formulas
 and against the independent reference tests/bruteforce.py, which shares no code
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bestemshe_dist import rules
+from bestemshe_dist.game import rules
 from bestemshe_dist.errors import UsageError
-from bestemshe_dist.variant import MAX_STONES, Variant
+from bestemshe_dist.game.variant import MAX_STONES, Variant
 
 try:  # works whether or not tests/ is a package
     from . import bruteforce as bf

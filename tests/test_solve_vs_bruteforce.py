@@ -5,10 +5,10 @@ import json
 import pytest
 
 import bruteforce as bf
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.run import solve
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 
 VARIANTS = (

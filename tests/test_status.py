@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.progress import Progress
-from bestemshe_dist.run import solve
-from bestemshe_dist.status import tablebase_status
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.progress import Progress
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.dist.status import tablebase_status
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 
 

@@ -1,13 +1,14 @@
-"""2-bit code arrays (bestemshe_dist.kernels) and their win/draw bitsets and layer
-files (bestemshe_dist.tables), checked against plain numpy and SPEC.md's bit layout."""
+"""2-bit code arrays (bestemshe_dist.solve.kernels) and their win/draw bitsets and layer
+files (bestemshe_dist.data.layer_files), checked against plain numpy and SPEC.md's bit layout."""
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bestemshe_dist import format as fmt
-from bestemshe_dist import kernels, tables
+from bestemshe_dist.data import format as fmt
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.data import layer_files as tables
 from bestemshe_dist.errors import FormatError
 
 PROPS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])

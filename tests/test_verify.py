@@ -11,17 +11,18 @@ import pytest
 from distributed import get_task_stream
 
 import bruteforce as bf
-from bestemshe_dist import format as fmt
-from bestemshe_dist import kernels
-from bestemshe_dist.blocks import read_layer_codes
-from bestemshe_dist.checksums import FileSums, LayerSums, manifest_record, sums_name
-from bestemshe_dist.plan import make_plan
-from bestemshe_dist.run import solve
-from bestemshe_dist.store import Store
-from bestemshe_dist.tables import encode_distances, encode_layer
-from bestemshe_dist.tasks import Job
-from bestemshe_dist.variant import Variant
-from bestemshe_dist.verify import verify
+from bestemshe_dist.data import format as fmt
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.data.checksums import FileSums, LayerSums, manifest_record
+from bestemshe_dist.naming import sums_file
+from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.data.layer_files import encode_distances, encode_layer
+from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.verify.proof import verify
 from conftest import FIXTURE_M40, run_cli
 
 SMALL = Variant(12, 3)
@@ -78,7 +79,7 @@ def forge_checksums(folder, layer, with_manifest=True):
             files[kind] = FileSums.of_file(path.read_bytes())
     sums = LayerSums(tuple(layer), files)
     sidecar = sums.to_bytes()
-    (folder / sums_name(*layer)).write_bytes(sidecar)
+    (folder / sums_file(*layer)).write_bytes(sidecar)
     if with_manifest:
         m = manifest(folder)
         m["layers"][f"{layer[0]}_{layer[1]}"]["checksums"] = manifest_record(sums, sidecar)

@@ -8,7 +8,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # The largest capture index a kernel accepts (see kernels.MAX_DEPS): a capture of
 # c stones goes to dependency slot c // 2 - 1, and win_kazan <= 2 * MAX_DEPS + 2.

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import format as fmt
-from . import rules
-from .blocks import LayerReader
-from .checksums import HASH
-from .errors import FormatError, StoreError
-from .position import Position
-from .store import Store, find_tablebase
-from .tables import layer_file_name
-from .variant import Variant
+from ..data import format as fmt
+from ..data.blocks import LayerReader
+from ..data.checksums import HASH
+from ..data.store import Store, find_tablebase
+from ..errors import FormatError, StoreError
+from ..game import rules
+from ..game.position import Position
+from ..game.variant import Variant
+from ..naming import layer_file, layer_name
 
 WIN, DRAW, LOSS = "win", "draw", "loss"
 _FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}
@@ -179,13 +179,13 @@ class Tablebase:
         where = problem = None
         if seen.value != expected:
             block = pos.rank() // fmt.BLOCK_BITS
-            where = f"{self.url}/{layer_file_name(k1, k2, 'win')} block {block} (or the draw file's)"
+            where = f"{self.url}/{layer_file(k1, k2, 'win')} block {block} (or the draw file's)"
             problem = f"is stored as {seen.value} but its moves say {expected}"
         elif seen.dtz is not None and all(m.dtz is not None for m in moves if m.value == seen.value):
             want = _distance_of(seen.value, moves)
             if want is not None and seen.dtz != want:
                 block = pos.rank() * self.reader.dtz_width(k1, k2) // fmt.BLOCK_BYTES
-                where = f"{self.url}/{layer_file_name(k1, k2, 'dtz')} block {block}"
+                where = f"{self.url}/{layer_file(k1, k2, 'dtz')} block {block}"
                 problem = f"is stored as {seen.value} in {plies(seen.dtz)} but its moves say {plies(want)}"
         if problem:
             raise FormatError(f"{where}: position {pos} {problem}, so that block or a block of one of its "
@@ -325,7 +325,7 @@ UNVERIFIED = ("unverified: this tablebase has no checksums for the layers read, 
 def format_report(data: dict) -> str:
     v = data["variant"]
     lines = [
-        f"position  {data['position']}   (layer {data['k1']}_{data['k2']}, rank {data['rank']:,}; "
+        f"position  {data['position']}   (layer {layer_name(data['k1'], data['k2'])}, rank {data['rank']:,}; "
         f"{v['stones']} stones, {v['pits']} pits per side)",
         f"value     {_value_text(data['value'], data['dtz'])} for the side to move"
         + ("" if data["dtz"] is None else " (plies to the next capture or the end)")

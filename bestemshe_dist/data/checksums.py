@@ -38,17 +38,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from ..errors import FormatError
+from ..naming import layer_name, sums_file
 from . import format as fmt
-from .errors import FormatError
 
 HASH = "blake2b-128"
 FORMAT = "bestemshe-checksums"
 VERSION = 1
 KINDS = ("win", "draw", "dtz")
-
-
-def sums_name(k1: int, k2: int) -> str:
-    return f"layer_{k1}_{k2}.sums.json"
 
 
 def digest(data) -> str:
@@ -124,7 +121,7 @@ class LayerSums:
                 files[kind] = FileSums(int(item["bytes"]), str(item["header"]), frames, shown)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise FormatError(f"{shown} is not a valid checksum file for layer "
-                              f"{layer[0]}_{layer[1]} ({str(exc).rstrip('.') or type(exc).__name__}).") from None
+                              f"{layer_name(*layer)} ({str(exc).rstrip('.') or type(exc).__name__}).") from None
         return cls(tuple(layer), files, shown)
 
     def of(self, kind: str, shown: str) -> FileSums:
@@ -138,5 +135,5 @@ class LayerSums:
 
 def manifest_record(sums: LayerSums, data: bytes) -> dict:
     """What a manifest entry says of its layer's sidecar (its presence is then required)."""
-    return {"hash": HASH, "file": sums_name(*sums.layer), "bytes": len(data),
+    return {"hash": HASH, "file": sums_file(*sums.layer), "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest()}

@@ -19,16 +19,14 @@ a large pair whose rounds run as chunk tasks across workers (run.py, tasks.py).
 """
 from __future__ import annotations
 
-import io
-import json
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import zstandard
 
+from ..game.geometry import capture_targets, pair_layers, partner
+from ..game.variant import Variant
 from . import kernels
-from .variant import Variant
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
 SWEEP = "sweep"
@@ -37,20 +35,6 @@ METHODS = (FRONTIER, SWEEP)
 # A frontier round costs roughly this many sweep evaluations per source position
 # (un-moves, ranks, re-evaluations); past that a sweep round is cheaper.
 FRONTIER_COST = 2
-
-
-def pair_layers(a: int, b: int) -> list[tuple[int, int]]:
-    return [(a, b)] if a == b else [(a, b), (b, a)]
-
-
-def partner(layer: tuple) -> tuple:
-    return (layer[1], layer[0])
-
-
-def capture_targets(variant: Variant, k1: int, k2: int) -> list[tuple[int, int]]:
-    """Layers reached from layer (k1, k2) by a capture that does not end the game."""
-    stones = variant.board_stones(k1, k2)
-    return [(k2, k1 + c) for c in range(2, stones + 1, 2) if k1 + c <= variant.win_kazan - 2]
 
 
 def dep_bundle(variant: Variant, k1: int, k2: int, layer_codes: dict):
@@ -70,11 +54,6 @@ def dep_bundle(variant: Variant, k1: int, k2: int, layer_codes: dict):
 
 def chunk_ranges(size: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + chunk_size, size)) for lo in range(0, size, chunk_size)] or [(0, 0)]
-
-
-# zstd level of checkpoint parts: level 1 wrote a dense part of pair 8-12 in 32 ms
-# (1.6 MB) where level 3 took 42 ms (1.7 MB); they are read back within minutes.
-CHECKPOINT_LEVEL = 1
 
 
 @dataclass
@@ -141,59 +120,6 @@ class Delta:
         ranks, values = self.decisions()
         return Delta(self.layer, self.round, self.lo, self.hi, None, ranks, values,
                      self.wins, self.losses, self.evaluations)
-
-    # A checkpoint file: a JSON line, then the arrays in .npy form, zstd-compressed
-    # at a fast level. Written and read without the copies np.save / np.load into a
-    # BytesIO make: a dense part of 53M positions (13 MB) took 76 ms to write and
-    # 66 ms to read that way, 32 and 23 ms this way, and rounds read each part at
-    # least twice (the host's sync, the tasks' sources).
-    def to_bytes(self) -> bytes:
-        meta = {"layer": list(self.layer), "round": self.round, "lo": self.lo, "hi": self.hi,
-                "wins": self.wins, "losses": self.losses, "evaluations": self.evaluations,
-                "kind": "dense" if self.dense is not None else "sparse"}
-        arrays = [self.dense] if self.dense is not None else [
-            self.ranks if self.ranks is not None else np.zeros(0, np.int64),
-            self.values if self.values is not None else np.zeros(0, np.uint8)]
-        line = json.dumps(meta).encode()
-        # Padded so the first array's data lands 64-byte aligned in the decompressed
-        # bytes (.npy pads its own header likewise), and from_bytes can use it in place.
-        pieces = [line + b" " * (-(len(line) + 1) % 64) + b"\n"]
-        for array in arrays:
-            array = np.ascontiguousarray(array)
-            header = io.BytesIO()
-            np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
-            pieces += [header.getvalue(), array.data.cast("B")]
-        return zstandard.ZstdCompressor(level=CHECKPOINT_LEVEL).compress(b"".join(pieces))
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "Delta":
-        # A bytearray, so the arrays over it are writable: numba compiles a kernel
-        # anew for read-only arrays (in a task's hot path, not at warm-up).
-        raw = bytearray(zstandard.ZstdDecompressor().decompress(data))
-        end = raw.index(b"\n")
-        meta = json.loads(raw[:end])
-        delta = cls(tuple(meta["layer"]), meta["round"], meta["lo"], meta["hi"],
-                    wins=meta["wins"], losses=meta["losses"], evaluations=meta["evaluations"])
-        offset = end + 1
-
-        def array() -> np.ndarray:   # over raw: only the .npy header is copied
-            nonlocal offset
-            head = io.BytesIO(raw[offset:offset + 8 + 4 + 65535])
-            version = np.lib.format.read_magic(head)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read(head)
-            out = np.frombuffer(raw, dtype, int(np.prod(shape)), offset + head.tell()).reshape(shape)
-            offset += head.tell() + out.nbytes
-            # numba compiles anew for unaligned arrays too (parts written before the
-            # padding are copied once)
-            return out if out.flags.aligned else out.copy()
-
-        if meta["kind"] == "dense":
-            delta.dense = array()
-        else:
-            delta.ranks = array()
-            delta.values = array()
-        return delta
 
 
 class PairState:

@@ -3,7 +3,7 @@
 
 `BestemsheDashboard` is a scheduler plugin. `solve` registers it at run time
 (`Client.register_plugin`; idempotent, so one already there is kept); on a
-cluster, start the scheduler with `dask scheduler --preload bestemshe_dist.dashboard`
+cluster, start the scheduler with `dask scheduler --preload bestemshe_dist.dist.dashboard`
 to have it before any solve connects. The module must be importable on the
 scheduler either way.
 
@@ -40,9 +40,10 @@ import time
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from ..naming import layer_name, pair_key, parse_task_key
 from .progress import TOPIC
 
-logger = logging.getLogger("bestemshe_dist.dashboard")
+logger = logging.getLogger(__name__)
 
 PAGE = "bestemshe"
 PLUGIN_NAME = "bestemshe-dashboard"
@@ -50,18 +51,8 @@ STATES = ("pending", "running", "done", "failed")
 REFRESH_MS = 500
 SHOWN_ROUNDS = 10     # the last rounds of a pair in progress shown on the page
 
-# Solve task keys end with the run's tag, "-" and 8 hex digits (run.Driver.task_key).
-_PAIR = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
-                   r"(?:-[0-9a-f]{8})?$")
-_LAYER = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")
-
-
-def _name(k1, k2) -> str:
-    return f"{k1}_{k2}"
-
-
 def _pair_layers(a: int, b: int) -> list:
-    return [_name(a, b)] if a == b else [_name(a, b), _name(b, a)]
+    return [layer_name(a, b)] if a == b else [layer_name(a, b), layer_name(b, a)]
 
 
 class SolveState:
@@ -132,26 +123,22 @@ class SolveState:
     def transition(self, key, start: str, finish: str) -> None:
         if not isinstance(key, str):
             return
-        m = _PAIR.match(key)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            pair = f"pair-{a}-{b}"
-            if m.group(5) is not None:
-                names = [_name(int(m.group(5)), int(m.group(6)))]
-            else:
-                names = _pair_layers(a, b)
-            if m.group(3) is not None:
-                r = int(m.group(3))
-                self.chunk_tasks.setdefault((pair, r), set()).add(m.group(4))   # chunk[.piece]
+        task = parse_task_key(key)
+        if task is None:
+            return
+        if task.pair is not None:
+            a, b = task.pair
+            pair = pair_key(a, b)
+            names = [layer_name(*task.layer)] if task.layer is not None else _pair_layers(a, b)
+            if task.round is not None:
+                r = task.round
+                self.chunk_tasks.setdefault((pair, r), set()).add(task.chunk)   # chunk[.piece]
                 if start == "processing" and finish == "memory":
                     self.chunks_done[(pair, r)] = self.chunks_done.get((pair, r), 0) + 1
-            if finish == "processing" and m.group(3) is not None:
+            if finish == "processing" and task.round is not None:
                 self.started_pairs.add(pair)
         else:
-            m = _LAYER.match(key)
-            if not m:
-                return
-            names = [_name(int(m.group(1)), int(m.group(2)))]
+            names = [layer_name(*task.layer)]
         for name in names:
             if finish == "processing":
                 self.active.setdefault(name, set()).add(key)
@@ -276,7 +263,7 @@ def render(snap: dict) -> str:
     for k1 in row_kazans:
         cells = [f"<th>{k1}</th>"]
         for k2 in kazans:
-            r = rows.get(_name(k1, k2))
+            r = rows.get(layer_name(k1, k2))
             if r is None:
                 cells.append('<td class="none"></td>')
                 continue
@@ -394,10 +381,9 @@ class BestemsheDashboard(SchedulerPlugin):
         if server is None or not hasattr(app, "add_application"):
             return
         try:
-            from tornado.ioloop import IOLoop
-
             from distributed.dashboard.core import BokehApplication
             from distributed.dashboard.scheduler import template_variables
+            from tornado.ioloop import IOLoop
         except ImportError as exc:  # no (suitable) bokeh: JSON and metrics only
             logger.warning("bestemshe dashboard page unavailable: %s", exc)
             return
@@ -432,7 +418,6 @@ class BestemsheDashboard(SchedulerPlugin):
 def make_document(state: SolveState, extra: dict, doc) -> None:
     """The Bokeh document of the page: one Div, refreshed while the page is open."""
     from bokeh.models import Div
-
     from distributed.dashboard.components.scheduler import BOKEH_THEME, env
 
     div = Div(text=render(state.snapshot()), name="bestemshe-grid", sizing_mode="stretch_width")
@@ -493,5 +478,5 @@ def page_link(client, host: str | None = None) -> str | None:
 
 
 async def dask_setup(scheduler) -> None:
-    """`dask scheduler --preload bestemshe_dist.dashboard`: the page from the start."""
+    """`dask scheduler --preload bestemshe_dist.dist.dashboard`: the page from the start."""
     scheduler.add_plugin(BestemsheDashboard(), name=PLUGIN_NAME)

@@ -26,20 +26,26 @@ from dataclasses import dataclass, replace
 
 from distributed import Client
 
-from . import format as fmt
-from .errors import BestemsheError
+from ..data import format as fmt
+from ..data.layer_files import distance_width
+from ..data.lease import Lease
+from ..data.store import bytes_read, completed_rounds, read_json, write_json
+from ..errors import BestemsheError
+from ..game.geometry import partner
+from ..naming import (
+    PAIRS, SOLVE_RECORD, check_key, chunk_key, flush_key, layer_key, layer_name, pair_prefix, parse_part,
+    publish_part_key, round_marker, run_key, series_file, small_round_key
+)
+from ..solve.pair import FRONTIER, SWEEP, choose_mode, chunk_ranges
 from .hostmem import is_private, private_name, remove_spaces
 from .memory import gib, pair_memory, together
-from .lease import Lease
-from .pair import FRONTIER, SWEEP, choose_mode, chunk_ranges, partner
-from .plan import PairPlan, Plan, layer_key
+from .plan import PairPlan, Plan
 from .progress import Progress
-from .tables import distance_width
-from .store import PRIVATE, bytes_read, SOLVE_RECORD, completed_rounds, manifest_key, pair_prefix, read_json, round_marker, write_json
-from .tasks import (Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task,
-                    host_memory_bytes, host_memory_room, host_ram_bytes, host_tag, is_part, part_of, peak_rss_bytes,
-                    publish_layer_task, publish_part_task, round_chunk_task, small_round_task, solve_pair_task,
-                    warm_up)
+from .tasks import (
+    Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task, host_memory_bytes,
+    host_memory_room, host_ram_bytes, host_tag, peak_rss_bytes, publish_layer_task, publish_part_task, round_chunk_task,
+    small_round_task, solve_pair_task, warm_up
+)
 
 # How often the driver looks whether a flush's host still has workers while it waits.
 HOST_POLL_SECONDS = 5.0
@@ -151,7 +157,7 @@ class Driver:
 
     def task_key(self, name: str) -> str:
         """A task's key: its name (what the dashboard shows) and this run's tag."""
-        return f"{name}-{self.run_tag}"
+        return run_key(name, self.run_tag)
 
     # -- resume -------------------------------------------------------------------------
     def published(self) -> dict:
@@ -159,21 +165,21 @@ class Driver:
         the workers)."""
         candidates = {}
         for layer in self.plan.layers + self.inputs:
-            entry = self.manifest["layers"].get(manifest_key(*layer))
+            entry = self.manifest["layers"].get(layer_name(*layer))
             if entry is not None:
                 candidates[layer] = entry
         futures = {layer: self.client.submit(check_layer_task, self.job, layer, entry,
-                                             key=self.task_key(f"check-{layer[0]}-{layer[1]}"), pure=False)
+                                             key=self.task_key(check_key(*layer)), pure=False)
                    for layer, entry in candidates.items()}
         intact = {layer: entry for layer, entry in
                   zip(futures, self.client.gather(list(futures.values()))) if entry}
         for layer in set(candidates) - set(intact):
-            self.log(f"layer {layer[0]}_{layer[1]} does not match the manifest: solving it again")
-            del self.manifest["layers"][manifest_key(*layer)]
+            self.log(f"layer {layer_name(*layer)} does not match the manifest: solving it again")
+            del self.manifest["layers"][layer_name(*layer)]
         upgraded = [layer for layer in intact if intact[layer] != candidates[layer]]
         if upgraded:  # checksums written for layers published without them
             for layer in upgraded:
-                self.manifest["layers"][manifest_key(*layer)] = intact[layer]
+                self.manifest["layers"][layer_name(*layer)] = intact[layer]
             self.store.write_manifest(self.manifest)
         return intact
 
@@ -198,9 +204,9 @@ class Driver:
         """Rounds to the fixpoint, then publication; returns {layer: future}."""
         store, client = self.store, self.client
         dep_shas = self.dep_shas(pair)
-        series_name = f"{pair_prefix(pair.key)}/series.json"
+        series_name = series_file(pair.key)
         markers = completed_rounds(store, pair.key)
-        if markers and not all(is_part(name) for m in markers for name in m["parts"]):
+        if markers and not all(parse_part(name) for m in markers for name in m["parts"]):
             self.log(f"{pair.key}: its checkpoints are of an older version of this tool; it starts over")
             markers = []
         if markers and store.exists(series_name):
@@ -293,8 +299,8 @@ class Driver:
             if table != "dtz":
                 return None
             lo, hi = b * fmt.BLOCK_BYTES // width, end * fmt.BLOCK_BYTES // width
-            return [[name for name in names if part_of(name)[0] == tuple(layer)
-                     and ranges[part_of(name)[1]][0] < hi and ranges[part_of(name)[1]][1] > lo]
+            return [[name for name in names if parse_part(name)[0] == tuple(layer)
+                     and ranges[parse_part(name)[1]][0] < hi and ranges[parse_part(name)[1]][1] > lo]
                     for names in round_parts]
 
         layer_futures = {}
@@ -302,7 +308,7 @@ class Driver:
             parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
                                    table, g, b, min(b + step, blocks), width,
                                    checkpoints_of(layer, table, b, min(b + step, blocks), width),
-                                   key=self.task_key(f"{pair.key}/publish-{layer[0]}-{layer[1]}/{table}-{g}"),
+                                   key=self.task_key(publish_part_key(pair.key, layer, table, g)),
                                    pure=False, retries=3)
                      for table, blocks, width, step in tables
                      for g, b in enumerate(range(0, blocks, step))]
@@ -316,7 +322,7 @@ class Driver:
         it goes before other pairs' queued tasks, as flushes do: a pair's tail is
         dozens of rounds in a row, each waiting on the last."""
         future = self.client.submit(small_round_task, self.job, pair, dep_shas, series, round_, self.chunk_size,
-                                    previous, key=self.task_key(f"{pair.key}/round-{round_}/small"),
+                                    previous, key=self.task_key(small_round_key(pair.key, round_)),
                                     priority=BARRIER_PRIORITY, pure=False, retries=3)
         with self.round_lock:
             self.round_futures.add(future)
@@ -348,7 +354,7 @@ class Driver:
         tasks = [(layer, c, lo, hi, None) for layer, c, lo, hi in chunks]
         if mode != SWEEP:
             for name in previous:
-                sources.setdefault(part_of(name), []).append(name)
+                sources.setdefault(parse_part(name), []).append(name)
             # A frontier chunk without sources has nothing to do: in a pair's tail
             # (dozens of rounds deciding a few hundred positions) most have none.
             chunks = [chunk for chunk in chunks if (tuple(chunk[0]), chunk[1]) in sources]
@@ -357,8 +363,8 @@ class Driver:
                                              for key, names in sources.items()}, threads)
 
         def key(layer, c, piece):
-            name = f"{pair.key}/round-{round_}/chunk-{self._chunk_index(pair, layer, c)}"
-            return self.task_key(name if piece is None else f"{name}.{piece[0]}")
+            return self.task_key(chunk_key(pair.key, round_, self._chunk_index(pair, layer, c),
+                                           None if piece is None else piece[0]))
 
         futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
                                  layer, c, lo, hi, sources.get((tuple(layer), c), []),
@@ -411,8 +417,7 @@ class Driver:
                 futures[host, g] = client.submit(
                     flush_round_task, self.job, pair, dep_shas, series, round_, group, host_tag(host), target,
                     workers=[host], allow_other_workers=False, pure=False, retries=2, priority=BARRIER_PRIORITY,
-                    key=self.task_key(f"{pair.key}/round-{round_}/flush-{target[0]}-{target[1]}-"
-                                      f"{host_tag(host)}-{g}"))
+                    key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g)))
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts = {}
@@ -434,8 +439,7 @@ class Driver:
     def _wait_on_host(self, future, host):
         """A flush task runs only on its host; if the host loses every worker meanwhile
         the task would wait for ever, so it is given up on then."""
-        from distributed import TimeoutError as DaskTimeout
-        from distributed import wait
+        from distributed import TimeoutError as DaskTimeout, wait
 
         while True:
             try:
@@ -546,10 +550,10 @@ class Driver:
         """Stop with one sentence when a dependency the plan does not solve (solve
         --pair A B) is not among `names` (manifest names of published layers)."""
         for layer in self.inputs:
-            if manifest_key(*layer) not in names:
+            if layer_name(*layer) not in names:
                 needing = next(p.key for p in self.plan.pairs if layer in p.deps)
                 raise BestemsheError(
-                    f"layer {layer[0]}_{layer[1]}, a dependency of {needing}, is not published intact in "
+                    f"layer {layer_name(*layer)}, a dependency of {needing}, is not published intact in "
                     f"{self.store.shown}: solve it first (solve --min-captured {sum(layer)}), or use "
                     "--synthetic-deps.")
 
@@ -573,7 +577,7 @@ class Driver:
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
         self.log(f"kernels ready on {len(compile_times)} workers in {compile_seconds:.1f}s")
         self.finished = self.published()
-        self.check_inputs({manifest_key(*layer) for layer in self.finished})
+        self.check_inputs({layer_name(*layer) for layer in self.finished})
         skipped = len(set(self.finished) & set(self.plan.layers))
         if skipped:
             self.log(f"{skipped} layers already published, skipped")
@@ -629,12 +633,12 @@ class Driver:
 
     def record(self, entry: dict) -> int:
         layer = (entry["k1"], entry["k2"])
-        self.manifest["layers"][manifest_key(*layer)] = entry
+        self.manifest["layers"][layer_name(*layer)] = entry
         self.store.write_manifest(self.manifest)  # after the layer's files: the entry comes last
         self.finished[layer] = entry
         c = entry["counts"]
         done = sum(1 for l in self.plan.layers if l in self.finished)
-        self.log(f"layer {layer[0]}_{layer[1]} done ({done}/{len(self.plan.layers)}): "
+        self.log(f"layer {layer_name(*layer)} done ({done}/{len(self.plan.layers)}): "
                  f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
                  f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s")
         self.progress.layer_done(entry)
@@ -713,7 +717,7 @@ def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
     store.ensure_root()
     with Lease(store) as lease:
         if restart:
-            store.remove(f"{PRIVATE}/pairs")
+            store.remove(PAIRS)
             log("checkpoints discarded (--restart)")
         # This run's arrays in each host's shared memory; what an earlier run into
         # the same output left there (a crash) goes first.

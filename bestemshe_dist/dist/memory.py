@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..game.variant import Variant
+from ..naming import layer_name
 from .hostmem import page_round
 from .plan import PairPlan, Plan
-from .variant import Variant
 
 GiB = 1 << 30
 # A worker process before it holds any layer: Python, numpy, numba with the
@@ -107,7 +108,7 @@ def describe(plan: Plan, chunk_size: int, threads: int, processes: int) -> str:
         "# m     pair         layer size      positions   dep positions  host memory  depends on",
     ]
     for p in plan.pairs:
-        deps = " ".join(f"{k1}_{k2}" for k1, k2 in p.deps) or "-"
+        deps = " ".join(layer_name(*d) for d in p.deps) or "-"
         need = pair_memory(v, p, chunk_size, threads, processes)
         lines.append(f"{p.captured:3d}  {p.key:<12} {p.layer_size:14,d} {p.positions:14,d} "
                      f"{p.dep_positions:15,d} {need.total / GiB:8.2f} GiB  {deps}")

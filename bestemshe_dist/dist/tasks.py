@@ -18,24 +18,28 @@ each host's shared memory (hostpair.py), never through the driver.
 from __future__ import annotations
 
 import hashlib
-import re
-import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import format as fmt
-from . import kernels
+from ..data import format as fmt
+from ..data.cache import OnceCache
+from ..data.checkpoint import decode_part, encode_part
+from ..data.checksums import FileSums, LayerSums, manifest_record
+from ..data.layer_files import distance_bytes, distance_width, encode_distances, encode_layer
+from ..data.store import Store
+from ..game.geometry import partner
+from ..game.variant import Variant
+from ..naming import (
+    flush_lock, layer_file, layer_name, parse_part, part_name, publish_part_name, round_array, small_round_mark, staged,
+    sums_file
+)
+from ..solve import kernels
+from ..solve.pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
 from . import hostmem
-from .cache import OnceCache
-from .checksums import FileSums, LayerSums, manifest_record, sums_name
 from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
-from .pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, partner, solve_pair
 from .plan import PairPlan
-from .store import PRIVATE, Store, pair_prefix, read_json, round_marker, round_prefix
-from .tables import distance_bytes, distance_width, encode_distances, encode_layer, layer_file_name
-from .variant import Variant
 
 WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 
@@ -59,23 +63,18 @@ class Job:
         return DepSource(self.synthetic)
 
 
-def staged(name: str) -> str:
-    """Where a small pair's task writes a file before its publish task moves it into place."""
-    return f"{PRIVATE}/staging/{name}"
-
-
 def write_layer_files(store: Store, layer: tuple, outputs: dict, place=lambda name: name):
     """Write a layer's files (kind -> bytes), each whole, then its checksum sidecar,
     at place(name). Returns ({kind: (bytes, sha256)}, the manifest's checksums record)."""
     files, sums = {}, {}
     for kind, data in outputs.items():
-        name = layer_file_name(*layer, kind)
+        name = layer_file(*layer, kind)
         store.write_bytes(place(name), data)
         files[kind] = (len(data), hashlib.sha256(data).hexdigest())
         sums[kind] = FileSums.of_file(data, name)
     made = LayerSums(tuple(layer), sums)
     sidecar = made.to_bytes()
-    store.write_bytes(place(sums_name(*layer)), sidecar)
+    store.write_bytes(place(sums_file(*layer)), sidecar)
     return files, manifest_record(made, sidecar)
 
 
@@ -137,7 +136,7 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     if published is not None:
         return published
     entry = pair_entries[layer]
-    for name in [layer_file_name(k1, k2, kind) for kind in entry["bytes"]] + [sums_name(k1, k2)]:
+    for name in [layer_file(k1, k2, kind) for kind in entry["bytes"]] + [sums_file(k1, k2)]:
         store.move(staged(name), name)   # the sidecar last: a file is never checked by a stale one
     return entry
 
@@ -147,28 +146,13 @@ def _already_published(store: Store, layer: tuple) -> dict | None:
     task whose result died with a worker; a layer's files, once published, are
     never written again (its pair's state is gone by then)."""
     manifest = store.read_manifest()
-    return None if manifest is None else manifest["layers"].get(f"{layer[0]}_{layer[1]}")
+    return None if manifest is None else manifest["layers"].get(layer_name(*layer))
 
 
 # -- large pairs: rounds of chunk tasks -----------------------------------------------
 # A round's checkpoint is a set of parts, each the decisions of one chunk of one
 # layer: `<k1>_<k2>-c<chunk>-s` (a sweep task's, its own chunk) or
 # `<k1>_<k2>-c<chunk>-h<host>` (a frontier round's decisions gathered on one host).
-_PART = re.compile(r"(\d+)_(\d+)-c(\d+)-")
-
-
-def part_name(pair_key: str, round_: int, layer: tuple, chunk: int, tag: str) -> str:
-    return f"{round_prefix(pair_key, round_)}/{layer[0]}_{layer[1]}-c{chunk:05d}-{tag}.delta"
-
-
-def is_part(name: str) -> bool:
-    return _PART.match(name.rsplit("/", 1)[-1]) is not None
-
-
-def part_of(name: str) -> tuple:
-    """(layer, chunk) of a checkpoint part."""
-    match = _PART.match(name.rsplit("/", 1)[-1])
-    return (int(match.group(1)), int(match.group(2))), int(match.group(3))
 
 
 def host_tag(host: str) -> str:
@@ -178,7 +162,7 @@ def host_tag(host: str) -> str:
 def _write_part(store: Store, name: str, delta: Delta) -> None:
     if delta.decided * 16 < delta.hi - delta.lo:
         delta = delta.sparse()  # a sparse checkpoint is smaller to write and to read
-    store.write_bytes(name, delta.to_bytes())
+    store.write_bytes(name, encode_part(delta))
 
 
 def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int,
@@ -232,7 +216,7 @@ def _read_sources(store: Store, lo: int, hi: int, names: list) -> tuple:
     fresh = kernels.new_codes(hi - fresh_lo)
     biggest = 0
     for name in names:
-        part = Delta.from_bytes(store.read_bytes(name))
+        part = decode_part(store.read_bytes(name))
         biggest = max(biggest, part.nbytes())
         part.apply(fresh, offset=fresh_lo)
         del part
@@ -279,13 +263,13 @@ def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     emptied, so a retry after a crash finds it. Returns the parts and their
     decisions."""
     space = hostmem.space(job.space)
-    if not space.has(f"{pair.key}-round"):
+    if not space.has(round_array(pair.key)):
         return {"parts": {}, "tag": tag}      # this host holds nothing of the pair
     state = host_pair(job, pair, dep_shas, job.dep_source).state
     store = job.store()
     parts = {}
     for chunk, lo, hi in chunks:
-        with space.locked(f"{pair.key}-flush-{chunk}"):
+        with space.locked(flush_lock(pair.key, chunk)):
             parts.update(_flush_chunk(store, state, pair, round_, layer, chunk, lo, hi, tag))
     return {"parts": parts, "tag": tag}
 
@@ -302,7 +286,7 @@ def _flush_chunk(store: Store, state: PairState, pair: PairPlan, round_: int, la
         parts[name] = delta.decided
     elif store.exists(name):
         # An earlier try wrote the part, then emptied the range.
-        parts[name] = Delta.from_bytes(store.read_bytes(name)).decided
+        parts[name] = decode_part(store.read_bytes(name)).decided
     state.clear(layer, lo, hi)
     return parts
 
@@ -325,18 +309,18 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     ranges = chunk_ranges(pair.layer_size, chunk_size)
     by_chunk: dict = {}
     for name in sources:
-        by_chunk.setdefault(part_of(name), []).append(name)
+        by_chunk.setdefault(parse_part(name), []).append(name)
     result = {"host": domain, "exact": exact, "name": None, "parts": {}, "wins": 0, "losses": 0,
               "evaluations": 0, "task_bytes": 0, "phases": {"sync": time.perf_counter() - start}}
     phases = result["phases"]
-    with space.locked(f"{pair.key}-small-round"):
+    with space.locked(small_round_mark(pair.key)):
         # A try of this round that died here left decisions in the round array (a
         # host array outlives a worker process): empty it, or they would be taken
         # as the other layer's.
-        if space.read_state(f"{pair.key}-small-round", {}).get("round") == round_:
+        if space.read_state(small_round_mark(pair.key), {}).get("round") == round_:
             for layer in pair.layers:
                 state.clear(layer, 0, pair.layer_size)
-        space.write_state(f"{pair.key}-small-round", {"round": round_})
+        space.write_state(small_round_mark(pair.key), {"round": round_})
         for target in pair.layers:
             source = partner(target)
             mark = time.perf_counter()
@@ -357,10 +341,6 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
             phases["flush"] = phases.get("flush", 0.0) + time.perf_counter() - mark
     result["seconds"] = time.perf_counter() - start
     return result
-
-
-def publish_part_name(pair_key: str, layer: tuple, kind: str, group: int) -> str:
-    return f"{pair_prefix(pair_key)}/publish/{layer_file_name(*layer, kind)}.part-{group:05d}"
 
 
 def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
@@ -396,7 +376,7 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
 
         def rounds():
             for names in round_parts:
-                yield [Delta.from_bytes(store.read_bytes(name)) for name in names]
+                yield [decode_part(store.read_bytes(name)) for name in names]
         dtz = distances_from(job.variant, job.variant.board_stones(*layer), lo, hi, rounds(), width)
         raw = np.zeros(nbytes, np.uint8)
         data = distance_bytes(dtz, width)
@@ -453,7 +433,7 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
         return None  # published without the distance table this run asks for
     data = {}
     for kind in entry["bytes"]:
-        name = layer_file_name(*layer, kind)
+        name = layer_file(*layer, kind)
         if not store.exists(name) or store.size(name) != entry["bytes"][kind]:
             return None
         data[kind] = store.read_bytes(name)
@@ -461,10 +441,10 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
             return None
     record = entry.get("checksums")
     if not record:
-        sums = LayerSums(tuple(layer), {kind: FileSums.of_file(raw, layer_file_name(*layer, kind))
+        sums = LayerSums(tuple(layer), {kind: FileSums.of_file(raw, layer_file(*layer, kind))
                                         for kind, raw in data.items()})
         sidecar = sums.to_bytes()
-        store.write_bytes(sums_name(*layer), sidecar)
+        store.write_bytes(sums_file(*layer), sidecar)
         return {**entry, "checksums": manifest_record(sums, sidecar)}
     sidecar = store.read_optional(record["file"])
     if sidecar is None or hashlib.sha256(sidecar).hexdigest() != record["sha256"]:

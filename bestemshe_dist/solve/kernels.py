@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
+from ..game.rules import (
+    MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank, unmove_specs, unrank
+)
 from .atomics import claim_code
 from .prefetch import prefetch
-from .rules import (MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank,
-                    unmove_specs, unrank)
 
 UNKNOWN = 0
 WIN = 1

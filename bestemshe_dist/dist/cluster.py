@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dask
 
-from .errors import BestemsheError, UsageError
+from ..errors import BestemsheError, UsageError
 
 BACKENDS = ("local", "slurm", "kubernetes")
 DEFAULT_DASHBOARD = "127.0.0.1:8787"
@@ -261,7 +261,7 @@ def local_cluster_kwargs(config=None, workers=None, threads_per_worker=None, in_
     )
     if not in_process:
         # Worker processes ignore Ctrl-C (the driver stops them) and log to the solve's log file.
-        kwargs["preload"] = ["bestemshe_dist.logs"]
+        kwargs["preload"] = ["bestemshe_dist.dist.logs"]
     if kwargs["dashboard_address"] is None:
         # No dashboard; the scheduler's small HTTP server (/health) stays on loopback.
         kwargs["scheduler_kwargs"] = {"dashboard_address": _NO_DASHBOARD_HTTP}

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UsageError
-from .pair import capture_targets, pair_layers
-from .variant import Variant
+from ..errors import UsageError
+from ..game.geometry import capture_targets, pair_layers
+from ..game.variant import Variant
+from ..naming import layer_name, pair_key
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class PairPlan:
 
     @property
     def key(self) -> str:
-        return f"pair-{self.a}-{self.b}"
+        return pair_key(self.a, self.b)
 
     @property
     def captured(self) -> int:
@@ -34,10 +35,6 @@ class PairPlan:
     @property
     def positions(self) -> int:
         return self.layer_size * len(self.layers)
-
-
-def layer_key(k1: int, k2: int) -> str:
-    return f"layer-{k1}-{k2}"
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,7 @@ class Plan:
             "# m     pair         layer size  positions  depends on",
         ]
         for p in self.pairs:
-            deps = " ".join(f"{k1}_{k2}" for k1, k2 in p.deps) or "-"
+            deps = " ".join(layer_name(*d) for d in p.deps) or "-"
             lines.append(
                 f"{p.captured:3d}  {p.key:<12} {p.layer_size:12,d} {p.positions:10,d}  {deps}"
             )

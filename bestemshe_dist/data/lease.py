@@ -14,10 +14,10 @@ import threading
 import time
 import uuid
 
-from .errors import StoreError
-from .store import PRIVATE, Store
+from ..errors import StoreError
+from ..naming import LEASE
+from .store import Store
 
-LEASE = f"{PRIVATE}/lease.json"
 RENEW_SECONDS = 5.0
 STALE_SECONDS = 30.0
 

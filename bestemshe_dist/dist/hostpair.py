@@ -26,11 +26,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import hostmem, kernels
-from .blocks import read_layer_codes
-from .pair import Delta, PairState, capture_targets
-from .store import read_json, round_marker
-from .variant import Variant
+from ..data.blocks import read_layer_codes
+from ..data.checkpoint import decode_part
+from ..data.store import read_json
+from ..game.geometry import capture_targets
+from ..game.variant import Variant
+from ..naming import codes_array, round_array, round_marker
+from ..solve import kernels
+from ..solve.pair import PairState
+from . import hostmem
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
 
@@ -132,7 +136,7 @@ def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
 
 # -- a large pair on a host -----------------------------------------------------------------
 def pair_arrays(pair) -> list:
-    return [f"{pair.key}-codes-{k1}_{k2}" for k1, k2 in pair.layers] + [f"{pair.key}-round"]
+    return [codes_array(pair.key, layer) for layer in pair.layers] + [round_array(pair.key)]
 
 
 class HostPair:
@@ -144,8 +148,8 @@ class HostPair:
         self.pair = pair
         self.space = hostmem.space(job.space)
         words = kernels.code_words(pair.layer_size)
-        codes = {l: self.space.array(f"{pair.key}-codes-{l[0]}_{l[1]}", words) for l in pair.layers}
-        round_array = self.space.array(f"{pair.key}-round", words)
+        codes = {l: self.space.array(codes_array(pair.key, l), words) for l in pair.layers}
+        round_array = self.space.array(round_array(pair.key), words)
         found = {l: round_array for l in pair.layers}   # one layer's round at a time
         bundles = {l: dep_bundle(self.space, job, source, *l, dep_shas) for l in pair.layers}
         self.state = PairState(job.variant, pair.a, pair.b, codes=codes, found=found, bundles=bundles)
@@ -164,7 +168,7 @@ class HostPair:
             store = self.job.store()
             for round_ in range(self.applied() + 1, upto + 1):
                 marker = read_json(store, round_marker(self.pair.key, round_))
-                exact[round_] = self.state.apply(Delta.from_bytes(store.read_bytes(name))
+                exact[round_] = self.state.apply(decode_part(store.read_bytes(name))
                                                  for name in marker["parts"])
                 self.space.write_state(f"{self.pair.key}-applied", {"round": round_})
         return exact

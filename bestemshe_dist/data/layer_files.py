@@ -5,13 +5,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..errors import FormatError
+from ..naming import layer_file, layer_name
+from ..solve import kernels
 from . import format as fmt
-from . import kernels
-from .errors import FormatError
-
-
-def layer_file_name(k1: int, k2: int, kind: str) -> str:
-    return f"layer_{k1}_{k2}_{kind}.bin"
 
 
 def split_codes(codes: np.ndarray, npos: int):
@@ -46,8 +43,8 @@ def encode_layer(codes: np.ndarray, npos: int, threads: int = 1):
 
 def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int) -> np.ndarray:
     """Codes of a layer from its two files, refusing a position marked both win and draw."""
-    win = fmt.decode_file(win_file, layer_file_name(k1, k2, "win"), npos)
-    draw = fmt.decode_file(draw_file, layer_file_name(k1, k2, "draw"), npos)
+    win = fmt.decode_file(win_file, layer_file(k1, k2, "win"), npos)
+    draw = fmt.decode_file(draw_file, layer_file(k1, k2, "draw"), npos)
     return codes_from_bitsets(win, draw, npos, k1, k2)
 
 
@@ -64,7 +61,7 @@ def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2
     clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes, first_word)
     if clashes:
         raise FormatError(
-            f"layer {k1}_{k2}: {clashes} positions are marked both win and draw."
+            f"layer {layer_name(k1, k2)}: {clashes} positions are marked both win and draw."
         )
     return codes
 
@@ -94,5 +91,5 @@ def encode_distances(dtz: np.ndarray, width: int) -> bytes:
 
 
 def decode_distances(data: bytes, npos: int, width: int, k1: int, k2: int) -> np.ndarray:
-    raw = fmt.decode_file(data, layer_file_name(k1, k2, "dtz"), 8 * width * npos)
+    raw = fmt.decode_file(data, layer_file(k1, k2, "dtz"), 8 * width * npos)
     return raw.view("<u1" if width == 1 else "<u2").astype(np.int64)

@@ -16,9 +16,9 @@ from collections import Counter
 
 import numpy as np
 
-from . import rules
-from .oracle import DRAW, LOSS, UNVERIFIED, WIN, Tablebase, plies
-from .position import Position
+from ..game import rules
+from ..game.position import Position
+from .tablebase import DRAW, LOSS, UNVERIFIED, WIN, Tablebase, plies
 
 _ORDER = {LOSS: 0, DRAW: 1, WIN: 2}
 

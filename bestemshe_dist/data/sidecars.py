@@ -17,30 +17,28 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ..errors import BestemsheError, FormatError, StoreError, UsageError
+from ..naming import LAYER_FILE_GLOB, LEASE, layer_file, layer_name, parse_layer_file, parse_layer_name, sums_file
 from . import format as fmt
-from .checksums import HASH, FileSums, LayerSums, manifest_record, sums_name
-from .errors import BestemsheError, FormatError, StoreError, UsageError
-from .lease import LEASE, stale_reason
-from .store import Store, find_tablebase, manifest_key, read_json
-from .tables import layer_file_name
-
-_FILE = re.compile(r"layer_(\d+)_(\d+)_(win|draw|dtz)\.bin$")
+from .checksums import HASH, FileSums, LayerSums, manifest_record
+from .lease import stale_reason
+from .store import Store, find_tablebase, read_json
 
 
 def _layers(store: Store, manifest: dict | None) -> dict:
     """layer -> the kinds of file it has (win and draw first, dtz if present)."""
     found: dict = {}
-    for name in store.list_names("layer_*_*_*.bin"):
-        match = _FILE.match(name)
-        if match:
-            found.setdefault((int(match.group(1)), int(match.group(2))), set()).add(match.group(3))
+    for name in store.list_names(LAYER_FILE_GLOB):
+        parsed = parse_layer_file(name)
+        if parsed:
+            found.setdefault(parsed[:2], set()).add(parsed[2])
     for key, entry in (manifest or {}).get("layers", {}).items():
-        layer = tuple(int(k) for k in key.split("_"))
-        found.setdefault(layer, set()).update((entry or {}).get("bytes", {}))
+        layer = parse_layer_name(key)
+        if layer is not None:   # verify reports an entry that names no layer
+            found.setdefault(layer, set()).update((entry or {}).get("bytes", {}))
     order = {"win": 0, "draw": 1, "dtz": 2}
     return {layer: sorted(kinds, key=order.__getitem__) for layer, kinds in sorted(found.items())}
 
@@ -49,12 +47,12 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
     """Read, validate and hash one layer's files; write or check its sidecar."""
     start = time.perf_counter()
     k1, k2 = layer
-    result = {"layer": f"{k1}_{k2}", "files": len(kinds), "frames": 0, "bytes": 0, "action": None,
+    result = {"layer": layer_name(k1, k2), "files": len(kinds), "frames": 0, "bytes": 0, "action": None,
               "fault": None, "record": None}
     try:
         sums = {}
         for kind in kinds:
-            name = layer_file_name(k1, k2, kind)
+            name = layer_file(k1, k2, kind)
             shown = f"{store.shown}/{name}"
             data = store.read_bytes(name)
             want = ((entry or {}).get("sha256") or {}).get(kind)
@@ -67,7 +65,7 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
             result["bytes"] += len(data)
         made = LayerSums(layer, sums)
         sidecar = made.to_bytes()
-        name = sums_name(k1, k2)
+        name = sums_file(k1, k2)
         existing = store.read_optional(name)
         same = False
         if existing is not None:
@@ -113,7 +111,7 @@ def write_checksums(url: str, storage_options: dict | None = None, *, rewrite: b
     threads = threads or os.cpu_count() or 1
     results = []
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_one_layer, store, layer, kinds, entries.get(manifest_key(*layer)) if manifest
+        futures = [pool.submit(_one_layer, store, layer, kinds, entries.get(layer_name(*layer)) if manifest
                                else None, rewrite) for layer, kinds in layers.items()]
         for future in futures:
             result = future.result()

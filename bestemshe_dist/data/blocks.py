@@ -19,12 +19,13 @@ import threading
 
 import numpy as np
 
+from ..errors import FormatError, StoreError
+from ..naming import layer_file, layer_name, sums_file
 from . import format as fmt
 from .cache import OnceCache
-from .checksums import FileSums, LayerSums, sums_name
-from .errors import FormatError, StoreError
-from .store import Store, manifest_key
-from .tables import codes_from_bitsets, layer_file_name
+from .checksums import FileSums, LayerSums
+from .layer_files import codes_from_bitsets
+from .store import Store
 
 
 def table_bits(kind: str, npos: int, width: int | None = None) -> int:
@@ -60,15 +61,15 @@ class LayerReader:
         lacks is a missing file."""
         if self.entries is None:
             return None
-        entry = self.entries.get(manifest_key(k1, k2))
+        entry = self.entries.get(layer_name(k1, k2))
         if entry is None and self.listed_only:
             raise StoreError(
-                f"{self.shown(layer_file_name(k1, k2, kind))} is missing: layer {k1}_{k2} "
+                f"{self.shown(layer_file(k1, k2, kind))} is missing: layer {layer_name(k1, k2)} "
                 f"is not in this tablebase (its manifest lists {len(self.entries)} layers).")
         return entry
 
     def dtz_width(self, k1: int, k2: int) -> int | None:
-        entry = self.entries.get(manifest_key(k1, k2)) if self.entries is not None else None
+        entry = self.entries.get(layer_name(k1, k2)) if self.entries is not None else None
         if not entry or not isinstance(entry.get("dtz"), dict):
             return None
         return int(entry["dtz"]["bytes_per_position"])
@@ -86,18 +87,18 @@ class LayerReader:
         required = self.require_sums
         if required is None:
             required = bool(entry and entry.get("checksums"))
-        name = sums_name(k1, k2)
+        name = sums_file(k1, k2)
         raw = self._fetch(name, None, None, optional=True)
         if raw is None:
             if required:
-                raise FormatError(f"{self.shown(name)} is missing, but layer {k1}_{k2} was written with "
+                raise FormatError(f"{self.shown(name)} is missing, but layer {layer_name(k1, k2)} was written with "
                                   "checksums: its blocks cannot be checked, so nothing is read from them.")
             return None
         return LayerSums.from_bytes(raw, (k1, k2), self.shown(name))
 
     def file_sums(self, k1: int, k2: int, kind: str) -> FileSums | None:
         sums = self.sums(k1, k2)
-        return None if sums is None else sums.of(kind, self.shown(layer_file_name(k1, k2, kind)))
+        return None if sums is None else sums.of(kind, self.shown(layer_file(k1, k2, kind)))
 
     # -- a block at a time ---------------------------------------------------------------------
     def header(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
@@ -105,7 +106,7 @@ class LayerReader:
         return self._meta.get(("header", k1, k2, kind), lambda: (self._load_header(k1, k2, kind, nbits), 0))
 
     def _load_header(self, k1, k2, kind, nbits) -> np.ndarray:
-        name = layer_file_name(k1, k2, kind)
+        name = layer_file(k1, k2, kind)
         sums = self.file_sums(k1, k2, kind)
         entry = self.entry(k1, k2, kind)
         if sums is not None:
@@ -125,7 +126,7 @@ class LayerReader:
         return self._blocks.get((k1, k2, kind, index), lambda: self._load_block(k1, k2, kind, nbits, index))
 
     def _load_block(self, k1, k2, kind, nbits, index):
-        name = layer_file_name(k1, k2, kind)
+        name = layer_file(k1, k2, kind)
         offsets = self.header(k1, k2, kind, nbits)
         frame = self._fetch(name, int(offsets[index]), int(offsets[index + 1]), what=f"block {index}")
         sums = self.file_sums(k1, k2, kind)
@@ -149,7 +150,7 @@ class LayerReader:
     # -- whole files -----------------------------------------------------------------------------
     def table(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
         """A whole file decoded (bitset_bytes(nbits) bytes), every frame checked first."""
-        name = layer_file_name(k1, k2, kind)
+        name = layer_file(k1, k2, kind)
         sums = self.file_sums(k1, k2, kind)
         return fmt.decode_file(self._fetch(name, None, None), self.shown(name), nbits, sums)
 

@@ -11,20 +11,22 @@ from __future__ import annotations
 import json
 import time
 
-from .errors import StoreError
-from .lease import LEASE, stale_reason
+from ..data.lease import stale_reason
+from ..data.store import Store, completed_rounds, find_tablebase, read_json
+from ..errors import StoreError
+from ..game.variant import Variant
+from ..naming import LEASE, PAIRS, SOLVE_RECORD, layer_name, parse_pair_dir
 from .plan import make_plan
-from .store import SOLVE_RECORD, Store, completed_rounds, find_tablebase, manifest_key, pair_prefix, read_json
-from .variant import Variant
 
 SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
 
 
 def _pair_dirs(store: Store) -> list:
-    prefix = pair_prefix("")
-    if not store.exists(prefix.rstrip("/")):
+    """(folder name, (a, b)) of each pair with checkpoints."""
+    if not store.exists(PAIRS):
         return []
-    return sorted(n for n in store.list_names(f"{prefix}pair-*") if n.startswith("pair-"))
+    names = (n for n in store.list_names(f"{PAIRS}/pair-*"))
+    return sorted((n, parse_pair_dir(n)) for n in names if parse_pair_dir(n) is not None)
 
 
 def tablebase_status(url: str, storage_options: dict | None = None, now: float | None = None) -> dict:
@@ -36,17 +38,13 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
     variant = Variant(**manifest["variant"])
     record = read_json(store, SOLVE_RECORD) if store.exists(SOLVE_RECORD) else None
     min_captured = record.get("min_captured", 0) if record else 0
-    scope = {manifest_key(*l) for l in make_plan(variant, min_captured).layers}
+    scope = {layer_name(*l) for l in make_plan(variant, min_captured).layers}
     published = manifest["layers"]
 
     in_progress = []
-    for key in _pair_dirs(store):
+    for key, (a, b) in _pair_dirs(store):
         markers = completed_rounds(store, key)
-        try:
-            a, b = map(int, key[len("pair-"):].split("-"))
-        except ValueError:
-            continue
-        layers = [manifest_key(a, b)] + ([manifest_key(b, a)] if a != b else [])
+        layers = [layer_name(a, b)] + ([layer_name(b, a)] if a != b else [])
         if all(l in published for l in layers):
             continue  # published; its checkpoints are only left over
         last = markers[-1] if markers else None
@@ -61,7 +59,7 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
 
     layers = []
     for k1, k2 in variant.layers:
-        name = manifest_key(k1, k2)
+        name = layer_name(k1, k2)
         entry = published.get(name)
         if entry is not None:
             state = "done"
@@ -120,7 +118,7 @@ def format_status(status: dict) -> str:
              "layers (rows k1, columns k2): # done, R in progress (checkpointed rounds), . pending",
              "   k1\\k2 " + "".join(f"{k2:>3}" for k2 in kazans)]
     for k1 in rows_k1:
-        cells = "".join(f"{SYMBOLS[rows[manifest_key(k1, k2)]['state'] if manifest_key(k1, k2) in rows else None]:>3}"
+        cells = "".join(f"{SYMBOLS[rows[layer_name(k1, k2)]['state'] if layer_name(k1, k2) in rows else None]:>3}"
                         for k2 in kazans)
         lines.append(f"   {k1:>5} {cells}")
     lines.append("")
@@ -129,7 +127,7 @@ def format_status(status: dict) -> str:
     for k1 in rows_k1:
         cells = []
         for k2 in kazans:
-            r = rows.get(manifest_key(k1, k2))
+            r = rows.get(layer_name(k1, k2))
             if r is None or r["state"] != "done":
                 cells.append(f"{'':>4}" if r is None else f"{'.':>4}")
             else:

@@ -11,8 +11,8 @@ from numbers import Integral
 
 import numpy as np
 
+from ..errors import UsageError
 from . import rules
-from .errors import UsageError
 from .variant import Variant
 
 _INTEGER = re.compile(r"[+-]?\d+")

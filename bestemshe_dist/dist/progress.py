@@ -72,7 +72,7 @@ class Tee(Progress):
 
 
 def layer_name(layer) -> str:
-    return f"{layer[0]}_{layer[1]}"
+    return layer_name(*layer)
 
 
 def entry_summary(entry: dict) -> dict:

@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from .kernels import LOSS, WIN, get_code
-from .rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+from ..game.rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+from ..solve.kernels import LOSS, WIN, get_code
 
 DRAW = 0
 # moves_of marks a move that wins at once with this capture count.

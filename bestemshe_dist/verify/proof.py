@@ -19,7 +19,6 @@ between their tasks:
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import time
 import uuid
@@ -28,23 +27,24 @@ from dataclasses import dataclass, field
 import numpy as np
 from distributed.scheduler import KilledWorker
 
-from . import format as fmt
-from . import kernels
-from .blocks import LayerReader
-from .cache import OnceCache, worker_memory_budget
-from .checksums import LayerSums, sums_name
-from .errors import BestemsheError, FormatError, StoreError, UsageError
-from .rules import unrank
-from .store import Store, find_tablebase, no_tablebase
-from .tables import codes_from_bitsets, layer_file_name
-from .variant import Variant
-from .verify_kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
+from ..data import format as fmt
+from ..data.blocks import LayerReader
+from ..data.cache import OnceCache, worker_memory_budget
+from ..data.checksums import LayerSums
+from ..data.layer_files import codes_from_bitsets
+from ..data.store import Store, find_tablebase, no_tablebase
+from ..errors import BestemsheError, FormatError, StoreError, UsageError
+from ..game.geometry import capture_targets
+from ..game.rules import unrank
+from ..game.variant import Variant
+from ..naming import layer_file, layer_name, parse_layer_file, parse_layer_name, sums_file, verify_files_key, verify_key
+from ..solve import kernels
+from .kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
 
 DEFAULT_CHUNK_SIZE = 1 << 23     # positions per chunk task
 MAX_FAULTS = 20                  # faults a chunk task (or a file check) reports in full
 SAMPLE_CHUNK = 4096              # sampled positions per task
 VALUE_NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", 0: "draw"}
-_FILE_NAME = re.compile(r"layer_(\d+)_(\d+)_(win|draw|dtz)\.bin$")
 
 
 @dataclass(frozen=True)
@@ -73,18 +73,11 @@ class LayerSpec:
 
     @property
     def name(self) -> str:
-        return f"{self.k1}_{self.k2}"
-
-
-def capture_targets(variant: Variant, k1: int, k2: int) -> list:
-    """Layers that a capture from (k1, k2) can reach without ending the game:
-    (k2, k1 + c) for every even c up to the stones on the board."""
-    stones = variant.board_stones(k1, k2)
-    return [(k2, k1 + c) for c in range(2, stones + 1, 2) if k1 + c < variant.win_kazan]
+        return layer_name(self.k1, self.k2)
 
 
 def fault(layer, kind: str, message: str, **extra) -> dict:
-    return {"layer": f"{layer[0]}_{layer[1]}", "kind": kind, "message": message, **extra}
+    return {"layer": layer_name(*layer), "kind": kind, "message": message, **extra}
 
 
 # -- the worker side: a cache per process ----------------------------------------------
@@ -174,7 +167,7 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
     raw = {}
     sums = _sidecar(job, spec, faults)
     for kind in _kinds(spec):
-        name = layer_file_name(spec.k1, spec.k2, kind)
+        name = layer_file(spec.k1, spec.k2, kind)
         try:
             data = store.read_bytes(name)
         except StoreError as exc:
@@ -223,7 +216,7 @@ def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
     """The layer's checksums (None without them), checked against the manifest's
     record of them; a missing or damaged sidecar the manifest records is a fault."""
     store = job.store()
-    name = sums_name(spec.k1, spec.k2)
+    name = sums_file(spec.k1, spec.k2)
     record = (spec.entry or {}).get("checksums")
     try:
         data = store.read_optional(name)
@@ -363,7 +356,7 @@ def _check_headers(job: VerifyJob, spec: LayerSpec):
     usable = True
     reader = _reader(job)
     for kind in _kinds(spec):
-        name = layer_file_name(spec.k1, spec.k2, kind)
+        name = layer_file(spec.k1, spec.k2, kind)
         try:
             size = reader.store.size(name)      # the file's own size, not the one recorded
             reader.header(spec.k1, spec.k2, kind, _bits(spec, kind))
@@ -521,32 +514,26 @@ def discover_tablebase(url: str, storage_options: dict | None = None,
                                  "does not match it.")
     else:
         variant = Variant(50 if stones is None else stones, 5 if pits is None else pits)
-    names = store.list_names("layer_*.bin")
-    on_disk = set()
+    on_disk = {parsed[:2] for parsed in map(parse_layer_file, store.list_names("layer_*.bin")) if parsed}
     faults = []
-    for name in names:
-        match = _FILE_NAME.match(name)
-        if match:
-            on_disk.add((int(match.group(1)), int(match.group(2))))
     entries = {}
     if manifest is not None:
         for key, entry in manifest["layers"].items():
-            try:
-                k1, k2 = (int(k) for k in key.split("_"))
-            except ValueError:
+            layer = parse_layer_name(key)
+            if layer is None:
                 faults.append((None, {"layer": None, "kind": "manifest",
                                       "message": f"the manifest has an entry {key!r}, which names no layer."}))
                 continue
-            entries[(k1, k2)] = entry if isinstance(entry, dict) else {}
+            entries[layer] = entry if isinstance(entry, dict) else {}
     layers = {}
     for layer in sorted(set(entries) | on_disk):
         if layer[0] not in variant.kazans or layer[1] not in variant.kazans:
-            faults.append((None, fault(layer, "file", f"layer {layer[0]}_{layer[1]} is not a layer of the "
+            faults.append((None, fault(layer, "file", f"layer {layer_name(*layer)} is not a layer of the "
                                        f"{variant.describe()} game.")))
             continue
         layers[layer] = entries.get(layer)
         if manifest is not None and layer not in entries:
-            faults.append((layer, fault(layer, "manifest", f"layer {layer[0]}_{layer[1]} has files but no "
+            faults.append((layer, fault(layer, "manifest", f"layer {layer_name(*layer)} has files but no "
                                         "manifest entry, so their sizes and sha256 cannot be checked.")))
     if not layers:
         raise no_tablebase(store)
@@ -619,8 +606,8 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
         partner, targets = deps_of[layer]
         gone = [d for d in [partner, *targets] if d not in present]
         for d in gone:
-            results[layer].add_fault(fault(layer, "dependency", f"layer {layer[0]}_{layer[1]} needs layer "
-                                           f"{d[0]}_{d[1]}, which is missing (no files, no manifest entry)."))
+            results[layer].add_fault(fault(layer, "dependency", f"layer {layer_name(*layer)} needs layer "
+                                           f"{layer_name(*d)}, which is missing (no files, no manifest entry)."))
         if gone:
             missing[layer] = gone
             results[layer].note = "positions not checked: a layer it needs is missing"
@@ -633,7 +620,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
     cpu_seconds = 0.0
     try:
         file_futures = {layer: client.submit(verify_files_task, job, specs[layer], sample is not None,
-                                             key=f"verify-files-{layer[0]}-{layer[1]}-{tag}", pure=False)
+                                             key=verify_files_key(*layer, tag), pure=False)
                         for layer in needed}
         futures += list(file_futures.values())
         files = dict(zip(file_futures, client.gather(list(file_futures.values()))))
@@ -651,8 +638,8 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
             partner, targets = deps_of[layer]
             others = [d for d in dict.fromkeys([partner, *targets]) if d != layer and not files[d]["usable"]]
             if others:  # (its own unreadable files are failures of their own already)
-                names = ", ".join(f"layer {d[0]}_{d[1]}" for d in others)
-                results[layer].add_fault(fault(layer, "dependency", f"positions of layer {layer[0]}_{layer[1]} "
+                names = ", ".join(f"layer {layer_name(*d)}" for d in others)
+                results[layer].add_fault(fault(layer, "dependency", f"positions of layer {layer_name(*layer)} "
                                                f"not checked: {names} cannot be read."))
             if others or not files[layer]["usable"]:
                 missing[layer] = others or [layer]
@@ -670,7 +657,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
             if sample is None:
                 pieces = [(lo, min(lo + chunk_size, spec.positions)) for lo in range(0, spec.positions, chunk_size)]
                 submitted = [client.submit(verify_chunk_task, job, spec, specs[partner], deps, c, lo, hi,
-                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}-{tag}", pure=False)
+                                           key=verify_key(*layer, c, tag), pure=False)
                              for c, (lo, hi) in enumerate(pieces)]
             else:
                 rng = np.random.default_rng([seed, *layer])
@@ -679,7 +666,7 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
                     if count < spec.positions else np.arange(spec.positions, dtype=np.int64)
                 submitted = [client.submit(verify_sample_task, job, spec, specs[partner], deps, c,
                                            ranks[lo:lo + SAMPLE_CHUNK],
-                                           key=f"verify-{layer[0]}-{layer[1]}-chunk-{c}-{tag}", pure=False)
+                                           key=verify_key(*layer, c, tag), pure=False)
                              for c, lo in enumerate(range(0, count, SAMPLE_CHUNK))]
             results[layer].chunks_left = len(submitted)
             chunk_futures += submitted

@@ -13,14 +13,12 @@ import uuid
 
 import fsspec
 
-from .errors import StoreError
-from .variant import Variant
+from ..errors import StoreError
+from ..game.variant import Variant
+from ..naming import MANIFEST, TMP, WIN_FILE_GLOB, round_marker, tmp_file
 
-PRIVATE = ".bestemshe"
-MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "bestemshe-tablebase"
-# What the last solve into this store was asked to do (its plan's scope), for `status`.
-SOLVE_RECORD = f"{PRIVATE}/solve.json"
+
 
 
 def redact(url: str) -> str:
@@ -115,8 +113,8 @@ class Store:
         with self._io("write", name):
             if self.local:
                 # A local file is visible while it is written: write aside, then rename.
-                tmp = f"{PRIVATE}/tmp/{uuid.uuid4().hex}"
-                self.fs.makedirs(self.path(f"{PRIVATE}/tmp"), exist_ok=True)
+                tmp = tmp_file(uuid.uuid4().hex)
+                self.fs.makedirs(self.path(TMP), exist_ok=True)
                 parent = name.rsplit("/", 1)[0] if "/" in name else ""
                 self.fs.makedirs(self.path(parent) if parent else self.root or ".", exist_ok=True)
                 self.fs.pipe_file(self.path(tmp), data)
@@ -199,7 +197,7 @@ def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
         raise no_tablebase(store)
     manifest = store.read_manifest()
     if manifest is None and not {"http", "https"} & set(_protocols(store.fs)):
-        if not store.list_names("layer_*_*_win.bin"):
+        if not store.list_names(WIN_FILE_GLOB):
             raise no_tablebase(store)
     if manifest is not None and manifest.get("synthetic") is not None and not allow_synthetic:
         raise StoreError(f"{store.shown} holds synthetic output (solve --synthetic-deps, seed "
@@ -212,29 +210,12 @@ def new_manifest(variant: Variant) -> dict:
     return {"format": MANIFEST_FORMAT, "version": 1, "variant": variant.as_dict(), "layers": {}}
 
 
-def manifest_key(k1: int, k2: int) -> str:
-    return f"{k1}_{k2}"
-
-
 def _protocols(fs) -> tuple:
     proto = fs.protocol
     return proto if isinstance(proto, tuple) else (proto,)
 
 
 # -- checkpoints of chunked pairs -------------------------------------------------
-def pair_prefix(pair_key: str) -> str:
-    return f"{PRIVATE}/pairs/{pair_key}"
-
-
-def round_prefix(pair_key: str, round_: int) -> str:
-    return f"{pair_prefix(pair_key)}/round-{round_:05d}"
-
-
-def round_marker(pair_key: str, round_: int) -> str:
-    """Written by the driver once every chunk of the round has written its delta."""
-    return f"{round_prefix(pair_key, round_)}/complete.json"
-
-
 def read_json(store: Store, name: str):
     try:
         return json.loads(store.read_bytes(name))

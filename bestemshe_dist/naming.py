@@ -1,0 +1,219 @@
+"""Every name this project gives a thing, built and parsed here and nowhere else.
+
+- layers and their files (SPEC.md): `8_12`, `layer_8_12_win.bin`, the
+  checksum sidecar `layer_8_12.sums.json`, the manifest;
+- the Dask task keys of a solve and of a verification, which the dashboard and
+  `status` read back;
+- the private work files under `.bestemshe/` beside a tablebase (the lease,
+  the last solve's scope, a pair's checkpointed rounds, staged files);
+- the arrays and marks a host keeps for a pair in its memory.
+
+Pure string functions: this module imports nothing from the package, so every
+folder may use it, and what builds a name and what parses it cannot drift apart.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# -- layers and their files -----------------------------------------------------------
+MANIFEST = "manifest.json"
+LAYER_KINDS = ("win", "draw", "dtz")
+LAYER_FILE_GLOB = "layer_*_*_*.bin"
+WIN_FILE_GLOB = "layer_*_*_win.bin"
+_LAYER_NAME = re.compile(r"^(\d+)_(\d+)$")
+_LAYER_FILE = re.compile(r"^layer_(\d+)_(\d+)_(win|draw|dtz)\.bin$")
+
+
+def layer_name(k1: int, k2: int) -> str:
+    """A layer as people and the manifest name it: `8_12` (kazans of the mover, then the other)."""
+    return f"{k1}_{k2}"
+
+
+def parse_layer_name(text: str) -> tuple | None:
+    m = _LAYER_NAME.match(text)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
+
+
+def layer_file(k1: int, k2: int, kind: str) -> str:
+    """`layer_<k1>_<k2>_<kind>.bin`, kind win, draw (SPEC.md) or dtz (distances)."""
+    return f"layer_{k1}_{k2}_{kind}.bin"
+
+
+def parse_layer_file(name: str) -> tuple | None:
+    """(k1, k2, kind) of a layer file's name (no folder), else None."""
+    m = _LAYER_FILE.match(name)
+    return None if m is None else (int(m.group(1)), int(m.group(2)), m.group(3))
+
+
+def sums_file(k1: int, k2: int) -> str:
+    """The layer's checksum sidecar."""
+    return f"layer_{k1}_{k2}.sums.json"
+
+
+# -- task keys --------------------------------------------------------------------------
+# A solve's keys end with "-" and its run's 8 hex digits (run_key), so a later solve
+# never gets a finished task of an earlier one.
+def pair_key(a: int, b: int) -> str:
+    """A pair's name and its one task when it is small: `pair-<a>-<b>`, a <= b."""
+    return f"pair-{a}-{b}"
+
+
+def parse_pair_key(text: str) -> tuple | None:
+    m = re.match(r"^pair-(\d+)-(\d+)$", text)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
+
+
+def layer_key(k1: int, k2: int) -> str:
+    """The task that publishes a layer (or assembles its published parts)."""
+    return f"layer-{k1}-{k2}"
+
+
+def check_key(k1: int, k2: int) -> str:
+    """The task that checks a published layer on resume."""
+    return f"check-{k1}-{k2}"
+
+
+def chunk_key(pair: str, round_: int, chunk: int, piece: int | None = None) -> str:
+    """A round's task over one chunk of the pair (its layers' chunks numbered one
+    after the other), or over one piece of a frontier chunk's sources."""
+    name = f"{pair}/round-{round_}/chunk-{chunk}"
+    return name if piece is None else f"{name}.{piece}"
+
+
+def small_round_key(pair: str, round_: int) -> str:
+    """A frontier round with few sources, run whole in one task."""
+    return f"{pair}/round-{round_}/small"
+
+
+def flush_key(pair: str, round_: int, layer: tuple, host: str, group: int) -> str:
+    """One of a host's tasks writing a frontier round's decisions for one layer."""
+    return f"{pair}/round-{round_}/flush-{layer[0]}-{layer[1]}-{host}-{group}"
+
+
+def publish_part_key(pair: str, layer: tuple, table: str, group: int) -> str:
+    """A task compressing one group of a large layer's blocks."""
+    return f"{pair}/publish-{layer[0]}-{layer[1]}/{table}-{group}"
+
+
+def run_key(name: str, run_tag: str) -> str:
+    return f"{name}-{run_tag}"
+
+
+def verify_files_key(k1: int, k2: int, run_tag: str) -> str:
+    """A verification task checking a layer's files against the manifest."""
+    return f"verify-files-{k1}-{k2}-{run_tag}"
+
+
+def verify_key(k1: int, k2: int, chunk: int, run_tag: str) -> str:
+    """A verification task over one chunk of a layer."""
+    return f"verify-{k1}-{k2}-chunk-{chunk}-{run_tag}"
+
+
+class TaskName(NamedTuple):
+    """What a solve's task key says: its pair (a, b), the layer it publishes (or
+    None: all of the pair's), and for a round's chunk task the round and the chunk
+    (`<c>` or `<c>.<piece>`)."""
+    pair: tuple | None
+    layer: tuple | None
+    round: int | None = None
+    chunk: str | None = None
+
+
+_TASK = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
+                   r"(?:-[0-9a-f]{8})?$")
+_LAYER_TASK = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")
+
+
+def parse_task_key(key: str) -> TaskName | None:
+    """A solve's task key read back: a small pair's task, a round's chunk task, a
+    publish part or a layer's task (None for any other key: flushes, one-task
+    rounds, checks)."""
+    m = _TASK.match(key)
+    if m:
+        pair = (int(m.group(1)), int(m.group(2)))
+        layer = None if m.group(5) is None else (int(m.group(5)), int(m.group(6)))
+        round_ = None if m.group(3) is None else int(m.group(3))
+        return TaskName(pair, layer, round_, m.group(4))
+    m = _LAYER_TASK.match(key)
+    if m:
+        return TaskName(None, (int(m.group(1)), int(m.group(2))))
+    return None
+
+
+# -- private work files beside a tablebase ------------------------------------------------
+PRIVATE = ".bestemshe"
+SOLVE_RECORD = f"{PRIVATE}/solve.json"     # the last solve's scope, for `status`
+LEASE = f"{PRIVATE}/lease.json"            # the one solve writing here
+PAIRS = f"{PRIVATE}/pairs"                 # checkpointed rounds, pair by pair
+TMP = f"{PRIVATE}/tmp"                     # whole files on their way into place
+_PART = re.compile(r"(\d+)_(\d+)-c(\d+)-")
+
+
+def tmp_file(unique: str) -> str:
+    return f"{TMP}/{unique}"
+
+
+def staged(name: str) -> str:
+    """Where a small pair's task writes a file before its publish task moves it into place."""
+    return f"{PRIVATE}/staging/{name}"
+
+
+def pair_prefix(pair: str) -> str:
+    return f"{PAIRS}/{pair}"
+
+
+def parse_pair_dir(name: str) -> tuple | None:
+    """(a, b) of a folder name under PAIRS."""
+    return parse_pair_key(name)
+
+
+def series_file(pair: str) -> str:
+    """Which dependencies and variant a pair's checkpoints were made from."""
+    return f"{pair_prefix(pair)}/series.json"
+
+
+def round_prefix(pair: str, round_: int) -> str:
+    return f"{pair_prefix(pair)}/round-{round_:05d}"
+
+
+def round_marker(pair: str, round_: int) -> str:
+    """Written by the driver once every chunk of the round has written its part."""
+    return f"{round_prefix(pair, round_)}/complete.json"
+
+
+def part_name(pair: str, round_: int, layer: tuple, chunk: int, tag: str) -> str:
+    """A round's checkpoint part: the decisions of one chunk of one layer, `s` (a
+    sweep task's, its own chunk) or `h<host>` (a frontier round's, gathered on a host)."""
+    return f"{round_prefix(pair, round_)}/{layer[0]}_{layer[1]}-c{chunk:05d}-{tag}.delta"
+
+
+def parse_part(name: str) -> tuple | None:
+    """(layer, chunk) of a checkpoint part's name (a path or not), else None."""
+    m = _PART.match(name.rsplit("/", 1)[-1])
+    return None if m is None else ((int(m.group(1)), int(m.group(2))), int(m.group(3)))
+
+
+def publish_part_name(pair: str, layer: tuple, kind: str, group: int) -> str:
+    """One group of a large layer's compressed blocks, before the layer file is assembled."""
+    return f"{pair_prefix(pair)}/publish/{layer_file(*layer, kind)}.part-{group:05d}"
+
+
+# -- a pair's arrays and marks in a host's memory ---------------------------------------------
+def codes_array(pair: str, layer: tuple) -> str:
+    return f"{pair}-codes-{layer[0]}_{layer[1]}"
+
+
+def round_array(pair: str) -> str:
+    """The round's decisions, shared by the pair's two layers."""
+    return f"{pair}-round"
+
+
+def flush_lock(pair: str, chunk: int) -> str:
+    """Held while a chunk's decisions are taken out of the host's round array."""
+    return f"{pair}-flush-{chunk}"
+
+
+def small_round_mark(pair: str) -> str:
+    """Which round a one-task round last started on this host (a retry empties it first)."""
+    return f"{pair}-small-round"

@@ -1,0 +1,10 @@
+"""Asking a solved tablebase about positions, and playing against it.
+
+- tablebase.py  Tablebase: probe, moves, best move, analysis, the probe report
+- play.py       a game against the perfect player
+
+May import: game/, solve/, data/ and the base modules. Never dist/ or verify/.
+"""
+from .tablebase import Analysis, Choice, Move, Probe, Tablebase
+
+__all__ = ["Analysis", "Choice", "Move", "Probe", "Tablebase"]

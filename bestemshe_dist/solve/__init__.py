@@ -1,0 +1,11 @@
+"""Solving a pair in memory: 2-bit codes, the numba kernels over rank ranges, and
+a pair's state and rounds (a round's decisions are a Delta).
+
+- kernels.py   codes, sweeps, frontier rounds, counts, bitset conversions (numba)
+- atomics.py   claiming a 2-bit code from several threads
+- prefetch.py  a software prefetch numba can call
+- pair.py      PairState, Delta, the round methods, a whole pair in one process
+
+May import: game/ and the base modules. Never data/ (no bytes, no I/O) or dist/
+(no Dask): kernels see arrays and integers only.
+"""
