@@ -209,6 +209,26 @@ def round_array(pair: str) -> str:
     return f"{pair}-round"
 
 
+def applied_mark(pair: str) -> str:
+    """The last round whose decisions the host's copy of the pair holds."""
+    return f"{pair}-applied"
+
+
+def sync_lock(pair: str) -> str:
+    """Held while the host brings its copy of the pair up to a round."""
+    return f"{pair}-sync"
+
+
+def dep_row(k1: int) -> str:
+    """One array per k1 on a host: every dependency layer (k1, m) in its slot."""
+    return f"row-{k1}"
+
+
+def dep_slot(layer: tuple) -> str:
+    """The mark of a dependency layer loaded into its row's slot."""
+    return f"row-{layer[0]}-{layer[1]}"
+
+
 def flush_lock(pair: str, chunk: int) -> str:
     """Held while a chunk's decisions are taken out of the host's round array."""
     return f"{pair}-flush-{chunk}"

@@ -13,6 +13,7 @@ is a FormatError whose one sentence names the file and what is wrong.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import zstandard
@@ -121,22 +122,34 @@ def build_file(frames: list[bytes]) -> bytes:
     return b"".join([header, *frames])
 
 
-def encode_bitset(bits, nbits: int) -> bytes:
+def compress_blocks(raw, threads: int = 1) -> list[bytes]:
+    """The frames of `raw` cut into blocks (the last one zero-padded): the one way
+    bits become frames, for whole layer files and for a large layer's groups of
+    blocks alike. On `threads` threads when there are several blocks (zstandard
+    releases the GIL, and level 19 is most of what publishing costs)."""
+    view = _as_bytes_view(raw)
+    blocks = [view[i:i + BLOCK_BYTES] for i in range(0, len(view), BLOCK_BYTES)] or [view]
+    if threads > 1 and len(blocks) > 1:
+        with ThreadPoolExecutor(min(threads, len(blocks))) as pool:
+            return list(pool.map(compress_block, blocks))
+    return [compress_block(b) for b in blocks]
+
+
+def encode_bitset(bits, nbits: int, threads: int = 1) -> bytes:
     """The file for a raw bitset of `nbits` positions (bytes past the bitset are ignored)."""
     nbytes = bitset_bytes(nbits)
     view = _as_bytes_view(bits)
     if len(view) < nbytes:
         raise ValueError(f"a bitset of {nbits} bits needs {nbytes} bytes, got {len(view)}")
-    frames = []
-    for b in range(blocks_for_bits(nbits)):
-        start = b * BLOCK_BYTES
-        chunk = view[start : min(start + BLOCK_BYTES, nbytes)]
-        if start + len(chunk) == nbytes and nbits % 8:
-            # Bits past nbits name no position; the files hold them as zero.
-            chunk = bytearray(chunk)
-            chunk[-1] &= (1 << (nbits % 8)) - 1
-        frames.append(compress_block(chunk))
-    return build_file(frames)
+    view = view[:nbytes]
+    if nbits % 8 and view[-1] >> (nbits % 8):
+        # Bits past nbits name no position; the files hold them as zero (the last
+        # block is copied to clear them, the rest is compressed in place).
+        last = (nbytes - 1) // BLOCK_BYTES * BLOCK_BYTES
+        tail = bytearray(view[last:])
+        tail[-1] &= (1 << (nbits % 8)) - 1
+        return build_file((compress_blocks(view[:last], threads) if last else []) + compress_blocks(tail))
+    return build_file(compress_blocks(view, threads))
 
 
 def parse_header(head: bytes, file_size: int, name: str, nbits: int | None = None) -> np.ndarray:

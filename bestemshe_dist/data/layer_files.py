@@ -1,8 +1,6 @@
 """A layer's values (2-bit codes) to and from its two files, win and draw (pure, no I/O)."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..errors import FormatError
@@ -23,22 +21,10 @@ def split_codes(codes: np.ndarray, npos: int):
     return win, draw, tuple(int(c) for c in counts)
 
 
-def compress_bitset(bits: np.ndarray, npos: int, threads: int = 1) -> bytes:
-    """The layer file for one bitset; blocks are compressed on `threads` threads
-    (zstandard releases the GIL, and level 19 dominates the cost of publishing)."""
-    blocks = [bits[i:i + fmt.BLOCK_BYTES] for i in range(0, fmt.blocks_for_bits(npos) * fmt.BLOCK_BYTES, fmt.BLOCK_BYTES)]
-    if threads > 1 and len(blocks) > 1:
-        with ThreadPoolExecutor(threads) as pool:
-            frames = list(pool.map(fmt.compress_block, blocks))
-    else:
-        frames = [fmt.compress_block(b) for b in blocks]
-    return fmt.build_file(frames)
-
-
 def encode_layer(codes: np.ndarray, npos: int, threads: int = 1):
     """(win file bytes, draw file bytes, (wins, draws, losses))."""
     win, draw, counts = split_codes(codes, npos)
-    return compress_bitset(win, npos, threads), compress_bitset(draw, npos, threads), counts
+    return fmt.encode_bitset(win, npos, threads), fmt.encode_bitset(draw, npos, threads), counts
 
 
 def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int) -> np.ndarray:

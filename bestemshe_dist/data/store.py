@@ -10,6 +10,7 @@ import contextlib
 import json
 import re
 import uuid
+from dataclasses import dataclass, field
 
 import fsspec
 
@@ -181,6 +182,19 @@ class Store:
                              f"{', '.join(held.get('pairs', []))}); choose another --out.")
         return manifest
 
+
+
+@dataclass(frozen=True)
+class StoreJob:
+    """What a worker task needs to reach a tablebase: where it is and its variant.
+    Credentials travel in storage_options and stay out of repr; a solve's Job and a
+    verification's VerifyJob add what their tasks need."""
+    url: str
+    variant: Variant
+    storage_options: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def store(self) -> Store:
+        return Store(self.url, self.storage_options)
 
 def no_tablebase(store: Store) -> StoreError:
     """The one message every command gives for a URL that holds no tablebase."""

@@ -31,7 +31,7 @@ from ..data.checkpoint import decode_part
 from ..data.store import read_json
 from ..game.geometry import capture_targets
 from ..game.variant import Variant
-from ..naming import codes_array, round_array, round_marker
+from ..naming import applied_mark, codes_array, dep_row, dep_slot, round_array, round_marker, sync_lock
 from ..solve import kernels
 from ..solve.pair import PairState
 from . import hostmem
@@ -94,7 +94,7 @@ def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: in
     if not targets:
         return _NO_LAYER, start
     slots = row_slots(variant, k2)
-    row = space.array(f"row-{k2}", row_words(variant, k2))
+    row = space.array(dep_row(k2), row_words(variant, k2))
     end = 0
     for layer in targets:
         first, words = slots[layer[1]]
@@ -107,7 +107,7 @@ def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: in
 def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha256: str | None) -> None:
     """Fill layer's slot of its row once per host (under the slot's lock)."""
     variant = job.variant
-    name = f"row-{layer[0]}-{layer[1]}"
+    name = dep_slot(layer)
     identity = source.identity(layer, sha256)
     if space.has(name, identity):
         return
@@ -129,9 +129,9 @@ def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
         if m not in row_slots(variant, b):
             continue
         first, words = row_slots(variant, b)[m]
-        space.array(f"row-{b}", row_words(variant, b))   # mapped here, so that free() can reach it
-        space.unmark(f"row-{b}-{m}")
-        space.free(f"row-{b}", first, words)
+        space.array(dep_row(b), row_words(variant, b))   # mapped here, so that free() can reach it
+        space.unmark(dep_slot((b, m)))
+        space.free(dep_row(b), first, words)
 
 
 # -- a large pair on a host -----------------------------------------------------------------
@@ -149,13 +149,13 @@ class HostPair:
         self.space = hostmem.space(job.space)
         words = kernels.code_words(pair.layer_size)
         codes = {l: self.space.array(codes_array(pair.key, l), words) for l in pair.layers}
-        round_array = self.space.array(round_array(pair.key), words)
-        found = {l: round_array for l in pair.layers}   # one layer's round at a time
+        shared = self.space.array(round_array(pair.key), words)
+        found = {l: shared for l in pair.layers}   # one layer's round at a time
         bundles = {l: dep_bundle(self.space, job, source, *l, dep_shas) for l in pair.layers}
         self.state = PairState(job.variant, pair.a, pair.b, codes=codes, found=found, bundles=bundles)
 
     def applied(self) -> int:
-        return self.space.read_state(f"{self.pair.key}-applied", {"round": -1})["round"]
+        return self.space.read_state(applied_mark(self.pair.key), {"round": -1})["round"]
 
     def sync(self, upto: int) -> dict:
         """Apply the checkpointed rounds up to `upto` that this host has not applied.
@@ -164,13 +164,13 @@ class HostPair:
         if self.applied() >= upto:
             return {}
         exact = {}
-        with self.space.locked(f"{self.pair.key}-sync"):
+        with self.space.locked(sync_lock(self.pair.key)):
             store = self.job.store()
             for round_ in range(self.applied() + 1, upto + 1):
                 marker = read_json(store, round_marker(self.pair.key, round_))
                 exact[round_] = self.state.apply(decode_part(store.read_bytes(name))
                                                  for name in marker["parts"])
-                self.space.write_state(f"{self.pair.key}-applied", {"round": round_})
+                self.space.write_state(applied_mark(self.pair.key), {"round": round_})
         return exact
 
 
@@ -198,7 +198,7 @@ def forget_pair(space_name: str, pair) -> None:
         _PAIRS.pop((space_name, pair.key), None)
     space = hostmem.space(space_name)
     space.drop(pair_arrays(pair))
-    space.forget_state(f"{pair.key}-applied")
+    space.forget_state(applied_mark(pair.key))
 
 
 def forget_all(space_name: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from ..naming import layer_name
 
 TOPIC = "bestemshe"
 
@@ -71,13 +72,9 @@ class Tee(Progress):
             l.failed(*args)
 
 
-def layer_name(layer) -> str:
-    return layer_name(*layer)
-
-
 def entry_summary(entry: dict) -> dict:
     """The part of a manifest entry the dashboard shows."""
-    return {"layer": layer_name((entry["k1"], entry["k2"])), "k1": entry["k1"], "k2": entry["k2"],
+    return {"layer": layer_name(entry["k1"], entry["k2"]), "k1": entry["k1"], "k2": entry["k2"],
             "positions": entry["positions"], "counts": dict(entry["counts"]),
             "rounds": entry.get("rounds"), "seconds": entry.get("solve_seconds")}
 
@@ -88,7 +85,7 @@ def plan_message(plan, published: dict, chunks: dict) -> dict:
         "event": "start", "time": time.time(),
         "variant": plan.variant.as_dict(), "min_captured": plan.min_captured,
         "kazans": list(plan.variant.kazans),
-        "pairs": [{"pair": p.key, "layers": [layer_name(l) for l in p.layers],
+        "pairs": [{"pair": p.key, "layers": [layer_name(*l) for l in p.layers],
                    "layer_size": p.layer_size, "chunks": chunks.get(p.key)} for p in plan.pairs],
         "published": [entry_summary(e) for e in published.values()],
     }
@@ -231,15 +228,15 @@ class ProgressView(Progress):
         self.solve_t0 = self.clock()
         self.total_layers = len(plan.layers)
         for p in plan.pairs:
-            names = [layer_name(l) for l in p.layers]
+            names = [layer_name(*l) for l in p.layers]
             self.pair_layers[p.key] = names
             self.pair_positions[p.key] = p.positions
             for n in names:
                 self.pair_of[n] = p.key
-        self.done = {layer_name(l) for l in published}
+        self.done = {layer_name(*l) for l in published}
         self.done_layers = len(self.done)
         self.total_positions = sum(p.layer_size for p in plan.pairs for l in p.layers
-                                   if layer_name(l) not in self.done)
+                                   if layer_name(*l) not in self.done)
         self._update(force=True)
 
     def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
@@ -248,7 +245,7 @@ class ProgressView(Progress):
         self._update()
 
     def layer_done(self, entry):
-        name = layer_name((entry["k1"], entry["k2"]))
+        name = layer_name(entry["k1"], entry["k2"])
         if name in self.done:
             return
         self.done.add(name)

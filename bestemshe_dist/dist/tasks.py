@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ..data.cache import OnceCache
 from ..data.checkpoint import decode_part, encode_part
 from ..data.checksums import FileSums, LayerSums, manifest_record
 from ..data.layer_files import distance_bytes, distance_width, encode_distances, encode_layer
-from ..data.store import Store
+from ..data.store import Store, StoreJob
 from ..game.geometry import partner
 from ..game.variant import Variant
 from ..naming import (
@@ -45,18 +45,12 @@ WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 
 
 @dataclass(frozen=True)
-class Job:
-    """Everything a task needs to find the store; credentials stay out of repr."""
-    url: str
-    variant: Variant
-    storage_options: dict = field(default_factory=dict, repr=False, compare=False)
+class Job(StoreJob):
+    """A solve's tasks: the store and variant, and how to solve."""
     method: str = FRONTIER
     dtz: bool = False               # also write distance tables (layer_*_dtz.bin)
     space: str = ""                 # this solve run's host memory (hostmem.py); set by the driver
     synthetic: int | None = None    # seed of synthetic dependency layers (solve --synthetic-deps)
-
-    def store(self) -> Store:
-        return Store(self.url, self.storage_options)
 
     @property
     def dep_source(self) -> DepSource:
@@ -385,7 +379,7 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
         blocks = {"dtz": raw}
     store = job.store()
     for kind, raw in blocks.items():
-        frames = [fmt.compress_block(raw[i:i + fmt.BLOCK_BYTES]) for i in range(0, nbytes, fmt.BLOCK_BYTES)]
+        frames = fmt.compress_blocks(raw[:nbytes])
         store.write_bytes(publish_part_name(pair.key, layer, kind, group), b"".join(frames))
         result["sizes"][kind] = [len(f) for f in frames]
     return result

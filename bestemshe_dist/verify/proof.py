@@ -32,7 +32,7 @@ from ..data.blocks import LayerReader
 from ..data.cache import OnceCache, worker_memory_budget
 from ..data.checksums import LayerSums
 from ..data.layer_files import codes_from_bitsets
-from ..data.store import Store, find_tablebase, no_tablebase
+from ..data.store import Store, StoreJob, find_tablebase, no_tablebase
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.geometry import capture_targets
 from ..game.rules import unrank
@@ -48,15 +48,9 @@ VALUE_NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", 0: "draw"}
 
 
 @dataclass(frozen=True)
-class VerifyJob:
-    """What a task needs to find the store; credentials stay out of repr."""
-    url: str
-    variant: Variant
-    storage_options: dict = field(default_factory=dict, repr=False, compare=False)
-    run: str = ""                # this verify run: worker caches are keyed by it
-
-    def store(self) -> Store:
-        return Store(self.url, self.storage_options)
+class VerifyJob(StoreJob):
+    """A verification's tasks: the store and variant, and the run their caches are keyed by."""
+    run: str = ""
 
 
 @dataclass(frozen=True)
