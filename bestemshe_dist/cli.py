@@ -330,7 +330,7 @@ def _verify_parser(sub):
 
 def _cmd_verify(args) -> int:
     from .dist.cluster import connect
-    from .verify.proof import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
+    from .verify.driver import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
 
     out = sys.stderr if args.json else sys.stdout
 

@@ -3,7 +3,8 @@
 `import bestemshe_dist.plan` (or `.run`, `.kernels`, ...) gives the module that
 now holds that code, the same module object under both names, with a
 DeprecationWarning naming the new place; scripts and notebooks written against
-the old names keep working. Imports nothing from the package.
+the old names keep working. (`oracle` and `verify` are packages of the same
+names now, and export what those modules did.) Imports nothing from the package.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ MOVED = {
     "plan": "dist.plan", "memory": "dist.memory", "hostmem": "dist.hostmem", "hostpair": "dist.hostpair",
     "tasks": "dist.tasks", "run": "dist.driver", "progress": "dist.progress", "dashboard": "dist.dashboard",
     "status": "dist.status", "logs": "dist.logs", "cluster": "dist.cluster",
-    "oracle": "oracle.tablebase", "play": "oracle.play", "verify_kernels": "verify.kernels",
+    "play": "oracle.play", "verify_kernels": "verify.kernels",
 }
 
 

@@ -10,6 +10,8 @@
 
 Pure string functions: this module imports nothing from the package, so every
 folder may use it, and what builds a name and what parses it cannot drift apart.
+The builders look alike on purpose (a docstring and an f-string each): one
+function a name, so a caller never spells a name itself.
 """
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def test_inner_layers_never_import_outer_ones():
     ("bestemshe_dist.game.rules", "from ..data.store import Store"),
     ("bestemshe_dist.solve.kernels", "from ..dist import tasks"),
     ("bestemshe_dist.data.store", "import bestemshe_dist.dist.plan"),
-    ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.proof import verify"),
+    ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.driver import verify"),
     ("bestemshe_dist.dist.driver", "from ..oracle import Tablebase"),
     ("bestemshe_dist.naming", "from .game import variant"),
 ])

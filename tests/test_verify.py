@@ -22,7 +22,7 @@ from bestemshe_dist.data.store import Store
 from bestemshe_dist.data.layer_files import encode_distances, encode_layer
 from bestemshe_dist.dist.tasks import Job
 from bestemshe_dist.game.variant import Variant
-from bestemshe_dist.verify.proof import verify
+from bestemshe_dist.verify.driver import verify
 from conftest import FIXTURE_M40, run_cli
 
 SMALL = Variant(12, 3)

@@ -10,7 +10,7 @@
 - dashboard.py  the Dask dashboard page
 - status.py     `status`: a store's layers and checkpointed rounds (no numba)
 - logs.py       quiet library logs
-- cluster.py    local, SLURM and Kubernetes clusters, config and secrets
+- cluster/      the Dask Client: config, one module a backend (local, SLURM, Kubernetes)
 
 May import: game/, solve/, data/ and the base modules. Never oracle/ or verify/.
 """

@@ -71,7 +71,7 @@ def route_library_logs(command: str) -> Path:
 
 
 def dask_setup(worker) -> None:
-    """Preload of the local cluster's worker processes (cluster.py)."""
+    """Preload of the local cluster's worker processes (cluster/local.py)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     path = os.environ.get(LOG_FILE_ENV)

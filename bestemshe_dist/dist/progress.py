@@ -1,6 +1,6 @@
 """What a solve reports while it runs, and who listens.
 
-The driver (run.py) calls a `Progress` object at four moments: the solve has
+The driver (driver.py) calls a `Progress` object at four moments: the solve has
 started (the plan, the layers already published), a round of a large pair is
 checkpointed, a layer is published (its manifest entry), and the solve has
 finished or failed. Listeners:
@@ -41,35 +41,36 @@ class Progress:
         """A layer is published; entry is its manifest entry."""
 
     def finished(self, summary) -> None:
-        """The solve ended well (summary: run.SolveSummary)."""
+        """The solve ended well (summary: driver.SolveSummary)."""
 
     def failed(self, reason: str) -> None:
         """The solve stopped on an error (one sentence)."""
 
 
 class Tee(Progress):
+    """Every event to each of several listeners, in order."""
+
     def __init__(self, *listeners):
         self.listeners = [l for l in listeners if l is not None]
 
+    def _each(self, event: str, args) -> None:
+        for listener in self.listeners:
+            getattr(listener, event)(*args)
+
     def started(self, *args):
-        for l in self.listeners:
-            l.started(*args)
+        self._each("started", args)
 
     def round_done(self, *args):
-        for l in self.listeners:
-            l.round_done(*args)
+        self._each("round_done", args)
 
     def layer_done(self, *args):
-        for l in self.listeners:
-            l.layer_done(*args)
+        self._each("layer_done", args)
 
     def finished(self, *args):
-        for l in self.listeners:
-            l.finished(*args)
+        self._each("finished", args)
 
     def failed(self, *args):
-        for l in self.listeners:
-            l.failed(*args)
+        self._each("failed", args)
 
 
 def entry_summary(entry: dict) -> dict:

@@ -5,6 +5,6 @@
 
 May import: game/, solve/, data/ and the base modules. Never dist/ or verify/.
 """
-from .tablebase import Analysis, Choice, Move, Probe, Tablebase
+from .tablebase import Analysis, Choice, Move, Probe, Tablebase, format_report, report
 
-__all__ = ["Analysis", "Choice", "Move", "Probe", "Tablebase"]
+__all__ = ["Analysis", "Choice", "Move", "Probe", "Tablebase", "format_report", "report"]

@@ -1,12 +1,15 @@
 """Checking a tablebase position by position on Dask workers.
 
-- proof.py    the verifier: layers found, file checks, chunk and sample tasks, the report
+- driver.py   the verifier: layers found, tasks submitted, the report
+- tasks.py    what workers run: file checks, chunk and sample checks, their cache
 - kernels.py  a position's expected value from its children's stored values (numba),
               independent of the solver's propagation code
 
 May import: game/, solve/ (the code constants), data/ and the base modules.
 Never dist/ (it runs on the client it is given) or oracle/.
 """
-from .proof import VerifyJob, verify
+from .driver import check_options, discover_tablebase, failure_lines, new_seed, summary_line, verify
+from .tasks import DEFAULT_CHUNK_SIZE, VerifyJob
 
-__all__ = ["VerifyJob", "verify"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "VerifyJob", "check_options", "discover_tablebase", "failure_lines", "new_seed",
+           "summary_line", "verify"]

@@ -27,6 +27,7 @@ SHARED_MEMORY_ENV = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"):
                      for key in SHARED_MEMORY_WORKERS}
 DEFAULT_WAIT_SECONDS = 600
 NO_DASHBOARD_HTTP = "127.0.0.1:0"  # without a dashboard, the scheduler's /health server
+
 _TOP_KEYS = {"cluster", "scheduler", "storage", *BACKENDS}
 _LOCAL_KEYS = {"workers", "threads_per_worker", "memory_limit", "dashboard_address"}
 # Ours, besides the SLURMCluster keyword arguments (jobqueue.yaml's keys).

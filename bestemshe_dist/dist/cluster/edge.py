@@ -17,7 +17,7 @@ def port_taken_is_fine():
         yield
 
 
-def scale(cluster, scaling, processes=None) -> int:
+def apply_scaling(cluster, scaling, processes=None) -> int:
     """Apply the scaling: batch jobs of `processes` workers each (SLURM), or
     workers (processes None); returns how many workers to wait for before solving."""
     kind, value = scaling

@@ -6,7 +6,7 @@ import contextlib
 
 from ...errors import BestemsheError, UsageError
 from .config import DEFAULT_WAIT_SECONDS, SHARED_MEMORY_ENV, path_of, positive, scaling_of, secret_keys, wait_seconds
-from .edge import say_dashboard, scale, wait_for_workers
+from .edge import apply_scaling, say_dashboard, wait_for_workers
 
 
 def kubernetes_settings(config=None, workers=None):
@@ -110,7 +110,7 @@ def start(config, workers, say):
         raise BestemsheError(f"cannot start the Kubernetes Dask cluster {where}: "
                              f"{str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}.") from None
     with made, Client(made) as client:
-        expected = scale(made, scaling)
+        expected = apply_scaling(made, scaling)
         say_dashboard(say, "kubernetes", made, where)
         wait_for_workers(client, expected, wait, "Kubernetes", "check kubectl get pods and their logs")
         yield client

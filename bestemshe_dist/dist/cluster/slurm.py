@@ -8,7 +8,7 @@ import sys
 from ...errors import BestemsheError, UsageError
 from .config import (DEFAULT_DASHBOARD, DEFAULT_WAIT_SECONDS, NO_DASHBOARD_HTTP, SHARED_MEMORY_ENV, dashboard_of,
                      path_of, positive, scaling_of, wait_seconds)
-from .edge import port_taken_is_fine, say_dashboard, scale, wait_for_workers
+from .edge import apply_scaling, port_taken_is_fine, say_dashboard, wait_for_workers
 
 
 def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOARD):
@@ -85,7 +85,7 @@ def start(config, workers, dashboard_address, say):
     made, scaling, wait = slurm_cluster(config, workers, dashboard_address)
     with made, Client(made) as client:
         processes = getattr(getattr(made, "_dummy_job", None), "worker_processes", None)
-        expected = scale(made, scaling, int(processes or 1))
+        expected = apply_scaling(made, scaling, int(processes or 1))
         say_dashboard(say, "slurm", made, f"{scaling[1]} worker jobs" if scaling[0] == "jobs"
                       else f"adaptive {scaling[1]['minimum']}..{scaling[1]['maximum']} worker jobs")
         wait_for_workers(client, expected, wait, "SLURM", "check squeue and the worker job logs")
