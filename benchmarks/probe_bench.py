@@ -1,12 +1,14 @@
-"""How fast the oracle answers: cold probes, probes of cached blocks, best moves.
+"""How fast the oracle answers: cold probes, probes of cached blocks, best moves, batches.
 
-    python benchmarks/probe_bench.py TABLEBASE [--probes 20000] [--json]
+    python benchmarks/probe_bench.py TABLEBASE [--probes 20000] [--batch 1000000] [--json]
 
 TABLEBASE is a folder or URL (a solved tablebase, or the published files). Random
 positions of the layers present are drawn once; the same positions are probed
 cold (a fresh Tablebase each, so headers and blocks are read), then again with
-the blocks cached, then asked for a best move. Prints microseconds per call and
-calls per second.
+the blocks cached, then asked for a best move. Then `--batch` random positions
+go through probe_many, on a fresh Tablebase (blocks read as needed) and again
+(blocks cached), and must equal one-by-one probes of the first 2,000. Prints
+microseconds per call and calls (positions) per second.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ def main() -> int:
     ap.add_argument("url")
     ap.add_argument("--probes", type=int, default=20000)
     ap.add_argument("--cold", type=int, default=50, help="cold probes (fresh Tablebase each)")
+    ap.add_argument("--batch", type=int, default=1_000_000, help="positions for probe_many")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -71,7 +74,34 @@ def main() -> int:
         tb.best_move(p)
     best = (time.perf_counter() - start) / len(sample)
 
+    import numpy as np
+
+    from bestemshe_dist.game import rules
+
+    nrng = np.random.default_rng(args.seed)
+    rows = np.empty((args.batch, 2 + v.board), np.int64)
+    board = np.empty(v.board, np.int64)
+    for i, which in enumerate(nrng.integers(len(layers), size=args.batch).tolist()):
+        k1, k2 = layers[which]
+        rules.unrank(int(nrng.integers(v.layer_size(k1, k2))), v.board_stones(k1, k2), v.binom, board)
+        rows[i, :2] = k1, k2
+        rows[i, 2:] = board
+    fresh = Tablebase.open(args.url)
+    fresh.probe_many(rows[:1])          # compiles rank_rows (numba's cache, first time only)
+    fresh = Tablebase.open(args.url)
+    start = time.perf_counter()
+    batch = fresh.probe_many(rows)
+    batch_cold = time.perf_counter() - start
+    start = time.perf_counter()
+    fresh.probe_many(rows)
+    batch_warm = time.perf_counter() - start
+    if [batch[i] for i in range(min(2000, args.batch))] != [tb.probe(r.tolist()) for r in rows[:2000]]:
+        print("probe_bench: probe_many differs from probe", file=sys.stderr)
+        return 1
+
     result = {"url": tb.url, "layers": len(layers), "probes": len(positions),
+              "batch": args.batch, "probe_many_per_second_cold": round(args.batch / batch_cold),
+              "probe_many_per_second": round(args.batch / batch_warm),
               "cold_probe_us": round(cold * 1e6, 1), "cached_probe_us": round(warm * 1e6, 2),
               "cached_probes_per_second": round(1 / warm), "best_move_us": round(best * 1e6, 1),
               "cached_bytes": tb.cached_bytes}
@@ -83,6 +113,8 @@ def main() -> int:
         print(f"  probe of a cached block:                {result['cached_probe_us']:>10,.2f} us "
               f"({result['cached_probes_per_second']:,}/s)")
         print(f"  best move (every child probed, cached): {result['best_move_us']:>10,.1f} us")
+        print(f"  probe_many, {args.batch:,} positions:     {result['probe_many_per_second']:>10,} positions/s "
+              f"(blocks cached; {result['probe_many_per_second_cold']:,}/s reading them)")
     return 0
 
 

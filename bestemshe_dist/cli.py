@@ -273,6 +273,25 @@ def _oracle_parsers(sub):
     p.add_argument("--storage-options", default=None, metavar="JSON",
                    help="fsspec storage options for URL, as a JSON object")
 
+    p = sub.add_parser("mainline", help="perfect play from one position to the end of the game")
+    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p.add_argument("numbers", nargs="*", metavar="N",
+                   help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)")
+    p.add_argument("--max-plies", type=_at_least_one, default=400, metavar="N",
+                   help="stop after N plies (default 400)")
+    p.add_argument("--json", action="store_true", help="print JSON: every ply, and the result")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+
+    p = sub.add_parser("serve", help="serve a tablebase over HTTP: a JSON API")
+    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_at_least_zero, default=8000, help="port (default 8000; 0: a free one)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="the most one request may take, reads included (default 10)")
+    p.add_argument("--storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for URL, as a JSON object")
+
     p = sub.add_parser("play", help="play a game in the terminal against the perfect player")
     p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
     p.add_argument("--human", choices=("first", "second"), default="first",
@@ -290,6 +309,26 @@ def _cmd_probe(args) -> int:
     tb = Tablebase.open(args.url, _storage_options(args.storage_options))
     data = report(tb, args.numbers)
     print(json.dumps(data) if args.json else format_report(data))
+    return 0
+
+
+def _cmd_mainline(args) -> int:
+    from .oracle.tablebase import Tablebase, format_mainline, mainline_report
+
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    data = mainline_report(tb.mainline(args.numbers, max_plies=args.max_plies))
+    print(json.dumps(data) if args.json else format_mainline(data))
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    from .oracle.tablebase import Tablebase
+    from .serve.app import serve
+
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}.")
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    serve(tb, args.host, args.port, timeout=args.timeout, print_line=lambda line: print(line, flush=True))
     return 0
 
 
@@ -436,7 +475,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 
 COMMANDS = {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status, "probe": _cmd_probe,
-            "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
+            "mainline": _cmd_mainline, "serve": _cmd_serve, "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
 
 
 class _Terminated(KeyboardInterrupt):

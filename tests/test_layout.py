@@ -1,6 +1,7 @@
 """The package's folders are its layers, and inner layers never import outer ones.
 
     base (errors, naming, moved) < game < solve < data < {dist, oracle, verify} < cli
+                                                            oracle < serve < cli
 
 game/ and solve/ import nothing from data/ or dist/; dist/, oracle/ and verify/
 do not import each other. The check reads every module's imports (at the top
@@ -18,7 +19,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "bestemshe_dist"
 ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "naming", "moved"}
 BASE = {"errors", "naming", "moved"}
-FOLDERS = ("game", "solve", "data", "dist", "oracle", "verify")
+FOLDERS = ("game", "solve", "data", "dist", "oracle", "verify", "serve")
 ALLOWED = {
     "base": set(),
     "game": {"base"},
@@ -27,7 +28,8 @@ ALLOWED = {
     "dist": {"base", "game", "solve", "data"},
     "oracle": {"base", "game", "solve", "data"},
     "verify": {"base", "game", "solve", "data"},
-    "top": {"base", "game", "solve", "data", "dist", "oracle", "verify", "top"},
+    "serve": {"base", "game", "solve", "data", "oracle"},
+    "top": {"base", "game", "solve", "data", "dist", "oracle", "verify", "serve", "top"},
 }
 
 
@@ -96,6 +98,8 @@ def test_inner_layers_never_import_outer_ones():
     ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.driver import verify"),
     ("bestemshe_dist.dist.driver", "from ..oracle import Tablebase"),
     ("bestemshe_dist.naming", "from .game import variant"),
+    ("bestemshe_dist.oracle.play", "from ..serve import app"),
+    ("bestemshe_dist.serve.app", "from ..dist.driver import solve"),
 ])
 def test_the_layer_check_fails_when_a_module_reaches_outward(module, line):
     sources = package_sources()

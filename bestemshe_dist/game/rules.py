@@ -32,6 +32,13 @@ def rank(board, binom):
 
 
 @njit(cache=True, nogil=True)
+def rank_rows(boards, binom, out):
+    """rank() of every row of `boards` (N, n) into out[:N]: one call for a batch."""
+    for r in range(boards.shape[0]):
+        out[r] = rank(boards[r], binom)
+
+
+@njit(cache=True, nogil=True)
 def unrank(value, stones, binom, board):
     """Fill `board` (length n) with the position of rank `value` among `stones` stones."""
     n = board.shape[0]

@@ -5,6 +5,8 @@
 
 May import: game/, solve/, data/ and the base modules. Never dist/ or verify/.
 """
-from .tablebase import Analysis, Choice, Move, Probe, Tablebase, format_report, report
+from .tablebase import (Analysis, Choice, Mainline, Move, Ply, Probe, Probes, Tablebase, format_mainline, format_report,
+                        mainline_report, report)
 
-__all__ = ["Analysis", "Choice", "Move", "Probe", "Tablebase", "format_report", "report"]
+__all__ = ["Analysis", "Choice", "Mainline", "Move", "Ply", "Probe", "Probes", "Tablebase", "format_mainline",
+           "format_report", "mainline_report", "report"]

@@ -1,0 +1,224 @@
+"""The tablebase over HTTP: a JSON API on aiohttp (already a dependency for
+fsspec's http(s):// reads, so serving adds none).
+
+    GET  /api/position?pos=K1 K2 P0 .. P9     value, distance, every move best first
+    GET  /api/mainline?pos=...&max_plies=N    perfect play to the end (or a repetition, or N plies)
+    POST /api/positions   {"positions": [...]}  many values in one pass (probe_many)
+    GET  /api/health                            the tablebase served, and its variant
+
+A position is written from the side to move, as the CLI takes it; in a URL its
+numbers may be joined by commas (`pos=0,0,5,5,5,5,5,5,5,5,5,5`). Pits in
+answers: `pit` numbers them as a person reads them (1..pits from the mover's
+left), `index` is the 0-based index into the mover's row.
+
+Errors are JSON `{"error": one sentence}`: 400 for a bad position or request,
+404 for a position whose layer the tablebase does not hold, 503 naming the file
+for a damaged or unreachable block, or a store that did not answer within the
+request timeout. The oracle's blocking reads run on a thread pool, so one slow
+request never stops the others.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from aiohttp import web
+
+from ..errors import BestemsheError, FormatError, StoreError, UsageError
+from ..game.position import Position
+from ..oracle.tablebase import Tablebase, mainline_report
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 100_000          # positions in one POST /api/positions
+MAX_PLIES = 1000             # the most a mainline request may ask for
+DEFAULT_PLIES = 400
+REQUEST_SECONDS = 10.0       # the oracle's work for one request, reads included
+TABLEBASE = web.AppKey("tablebase", Tablebase)
+POOL = web.AppKey("pool", ThreadPoolExecutor)
+TIMEOUT = web.AppKey("timeout", float)
+
+
+class NotHeld(BestemsheError):
+    """A valid position whose layer the tablebase does not hold (404)."""
+
+
+def _position(tb: Tablebase, text: str | None) -> Position:
+    if text is None or not text.strip():
+        raise UsageError("give the position as pos=K1 K2 P0 .. P9 (numbers separated by spaces or commas).")
+    pos = tb.position(text)
+    held = tb.layers()
+    if held is not None and pos.layer not in held:
+        raise NotHeld(f"layer {pos.k1}_{pos.k2} of position {pos} is not in this tablebase "
+                      f"(it holds {len(held)} layers).")
+    return pos
+
+
+def _move(m) -> dict:
+    return {"pit": m.pit + 1, "index": m.pit, "stones": m.stones, "captured": m.captured,
+            "ends_game": m.ends_game, "child": None if m.child is None else str(m.child),
+            "category": m.value, "dtz": m.dtz, "child_dtz": m.child_dtz}
+
+
+def position_answer(tb: Tablebase, pos: Position) -> dict:
+    """GET /api/position's body: the value and every move, best first (see
+    Analysis.ordered_moves for the order); checked against each other first."""
+    found = tb.analyse(pos)
+    choice = found.best_move()
+    return {
+        "position": str(pos), "k1": pos.k1, "k2": pos.k2, "pits": list(pos.pits), "rank": pos.rank(),
+        "category": found.probe.value, "dtz": found.probe.dtz, "distances": found.distances,
+        "dtz_meaning": "plies to the next capture or the end of the game under best play" if found.distances
+        else "no distance table for this layer",
+        "verified": found.verified,
+        "moves": [_move(m) for m in found.ordered_moves()],
+        "best_move": None if choice is None else choice.pit + 1,
+        "best_move_reason": choice.reason if choice else "no move: the side to move has lost",
+    }
+
+
+def batch_answer(tb: Tablebase, body) -> dict:
+    """POST /api/positions' body: {"positions": [...]} (each a string or a list of
+    numbers) answered in one pass."""
+    if not isinstance(body, dict) or not isinstance(body.get("positions"), list):
+        raise UsageError('send JSON {"positions": [...]}, each position a string or a list of numbers.')
+    given = body["positions"]
+    if len(given) > MAX_BATCH:
+        raise UsageError(f"at most {MAX_BATCH:,} positions a request, not {len(given):,}.")
+    width = 2 + tb.variant.board
+    if all(isinstance(p, list) and len(p) == width and all(type(x) is int for x in p) for p in given):
+        rows = np.array(given, np.int64).reshape(-1, width)
+    else:
+        rows = np.array([[p.k1, p.k2, *p.pits] for p in map(tb.position, given)], np.int64).reshape(-1, width)
+    held = tb.layers()
+    if held is not None and len(rows):
+        layers = {tuple(layer) for layer in np.unique(rows[:, :2], axis=0).tolist()}
+        missing = sorted(layers - held)
+        if missing:
+            row = int(np.flatnonzero((rows[:, 0] == missing[0][0]) & (rows[:, 1] == missing[0][1]))[0])
+            raise NotHeld(f"positions: row {row}: layer {missing[0][0]}_{missing[0][1]} is not in this tablebase.")
+    got = tb.probe_many(rows)
+    names = np.array(["loss", "draw", "win"])
+    return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
+            "dtz": [None if d < 0 else int(d) for d in got.dtz.tolist()]}
+
+
+def mainline_answer(tb: Tablebase, pos: Position, max_plies: int) -> dict:
+    data = mainline_report(tb.mainline(pos, max_plies=max_plies))
+    for m in data["moves"]:
+        m["index"] = m["pit"]
+        m["pit"] += 1
+    return data
+
+
+def _plies(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_PLIES
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"max_plies must be a whole number, not {text!r}.") from None
+    if not 1 <= value <= MAX_PLIES:
+        raise UsageError(f"max_plies must be from 1 to {MAX_PLIES}, not {value}.")
+    return value
+
+
+async def _run(request: web.Request, work):
+    """The oracle's blocking work on the pool, bounded by the request timeout."""
+    loop = asyncio.get_running_loop()
+    try:
+        return await asyncio.wait_for(loop.run_in_executor(request.app[POOL], work), request.app[TIMEOUT])
+    except asyncio.TimeoutError:
+        raise StoreError(f"{request.app[TABLEBASE].url} did not answer within {request.app[TIMEOUT]:g} s.") from None
+
+
+async def get_position(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    pos = _position(tb, request.query.get("pos"))
+    return web.json_response(await _run(request, lambda: position_answer(tb, pos)))
+
+
+async def get_mainline(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    pos = _position(tb, request.query.get("pos"))
+    plies = _plies(request.query.get("max_plies"))
+    return web.json_response(await _run(request, lambda: mainline_answer(tb, pos, plies)))
+
+
+async def post_positions(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise UsageError("the request body is not JSON.") from None
+    return web.json_response(await _run(request, lambda: batch_answer(tb, body)))
+
+
+async def get_health(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    held = tb.layers()
+    return web.json_response({"tablebase": tb.url, "variant": tb.variant.as_dict(),
+                              "layers": None if held is None else len(held)})
+
+
+@web.middleware
+async def one_sentence_errors(request: web.Request, handler):
+    """Every failure as {"error": one sentence} with its status; never a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return web.json_response({"error": f"{exc.reason}: {request.method} {request.path}."}, status=exc.status)
+    except UsageError as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    except NotHeld as exc:
+        return web.json_response({"error": str(exc)}, status=404)
+    except (FormatError, StoreError) as exc:
+        return web.json_response({"error": str(exc)}, status=503)
+    except Exception:   # a bug of ours: logged here, one sentence there
+        log.exception("request %s %s failed", request.method, request.path_qs)
+        return web.json_response({"error": "the server failed on this request; its log says why."}, status=500)
+
+
+def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int = 8) -> web.Application:
+    app = web.Application(middlewares=[one_sentence_errors], client_max_size=64 * 2**20)
+    app[TABLEBASE] = tb
+    app[POOL] = ThreadPoolExecutor(threads, thread_name_prefix="oracle")
+    app[TIMEOUT] = float(timeout)
+    app.router.add_get("/api/position", get_position)
+    app.router.add_get("/api/mainline", get_mainline)
+    app.router.add_post("/api/positions", post_positions)
+    app.router.add_get("/api/health", get_health)
+
+    async def close_pool(app):
+        app[POOL].shutdown(wait=False, cancel_futures=True)
+    app.on_cleanup.append(close_pool)
+    return app
+
+
+def serve(tb: Tablebase, host: str = "127.0.0.1", port: int = 8000, *, timeout: float = REQUEST_SECONDS,
+          print_line=print) -> None:
+    """Run the server until interrupted; port 0 takes a free port (the line printed says which)."""
+    async def main():
+        runner = web.AppRunner(create_app(tb, timeout=timeout), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, host, port)
+            try:
+                await site.start()
+            except OSError as exc:
+                raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
+            bound = site._server.sockets[0].getsockname()[1]
+            print_line(f"serving {tb.url} ({tb.variant.describe()}) on http://{host}:{bound}/  (Ctrl-C stops)")
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

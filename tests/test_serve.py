@@ -1,0 +1,201 @@
+"""`bestemshe-dist serve`: the JSON API on a real HTTP server on loopback, every
+field against the oracle, batches against one-by-one probes, mainlines, and every
+error as its status and one sentence (a fuzz of bad query strings never gets a 500)."""
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bestemshe_dist import Tablebase
+from bestemshe_dist.serve.app import MAX_BATCH, create_app
+from conftest import FIXTURE_M40, ROOT
+from oracle_support import random_positions, solve_into, solver_tables
+
+FLIP = {"win": "loss", "loss": "win", "draw": "draw"}
+
+
+@pytest.fixture(scope="module")
+def tb123(client, tmp_path_factory):
+    """12 stones, 3 pits, with distance tables: (folder, solver tables)."""
+    folder = tmp_path_factory.mktemp("tb123s")
+    variant = solve_into(client, folder, 12, 3, dtz=True)
+    return folder, solver_tables(folder, variant)
+
+
+@contextmanager
+def running(tb, **kwargs):
+    """The app on a free loopback port, served from its own thread."""
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(create_app(tb, **kwargs), access_log=None)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+def call(url, body=None, raw=None):
+    """(status, JSON body) of a GET, or of a POST with `body` as JSON (or `raw` bytes)."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def q(pos) -> str:
+    return urllib.parse.quote(str(pos))
+
+
+def test_position_answers_equal_the_oracle(tb123):
+    folder, tables = tb123
+    tb = Tablebase.open(str(folder))
+    with running(Tablebase.open(str(folder))) as base:
+        for value in ("win", "draw", "loss"):
+            for pos in random_positions(tb.variant, tables, 15, seed=2, value=value):
+                status, got = call(f"{base}/api/position?pos={q(pos)}")
+                assert status == 200, got
+                found = tb.analyse(pos)
+                assert (got["position"], got["category"], got["dtz"]) == (str(pos), found.probe.value, found.probe.dtz)
+                assert got["rank"] == pos.rank() and got["distances"] is True and got["pits"] == list(pos.pits)
+                assert sorted(m["index"] for m in got["moves"]) == pos.legal_pits()
+                for m in got["moves"]:
+                    assert m["pit"] == m["index"] + 1
+                    if m["ends_game"]:
+                        assert m["category"] == "win" and m["child"] is None
+                    else:
+                        child = tb.probe(m["child"])
+                        assert m["category"] == FLIP[child.value] and m["child_dtz"] == child.dtz
+                # best first: the oracle's best move, then the rest by value
+                best = tb.best_move(pos)
+                if best is None:
+                    assert got["moves"] == [] and got["best_move"] is None
+                else:
+                    assert got["moves"][0]["index"] == best.pit and got["best_move"] == best.pit + 1
+                    order = {"win": 0, "draw": 1, "loss": 2}
+                    values = [order[m["category"]] for m in got["moves"]]
+                    assert values == sorted(values)
+                # the compact form in a URL gives the same answer
+                assert call(f"{base}/api/position?pos={str(pos).replace(' ', ',')}") == (status, got)
+
+
+def test_batches_equal_one_by_one_and_mainlines_end_in_the_value(tb123):
+    folder, tables = tb123
+    tb = Tablebase.open(str(folder))
+    positions = [p for value in ("win", "draw", "loss") for p in random_positions(tb.variant, tables, 30, seed=9,
+                                                                                   value=value)]
+    with running(Tablebase.open(str(folder))) as base:
+        for given in ([str(p) for p in positions], [[p.k1, p.k2, *p.pits] for p in positions]):
+            status, got = call(f"{base}/api/positions", {"positions": given})
+            assert status == 200 and got["count"] == len(positions)
+            assert [(c, d) for c, d in zip(got["category"], got["dtz"])] == [
+                (tb.probe(p).value, tb.probe(p).dtz) for p in positions]
+        for pos in positions[:10] + positions[60:70]:
+            status, line = call(f"{base}/api/mainline?pos={q(pos)}&max_plies=300")
+            assert status == 200, line
+            want = tb.mainline(pos, max_plies=300)
+            assert line["result"] == want.result == (want.value.value if want.value.value != "draw" else "repetition")
+            assert [m["index"] for m in line["moves"]] == [p.move.pit for p in want.plies]
+            assert all(m["pit"] == m["index"] + 1 for m in line["moves"])
+
+
+def test_every_error_is_its_status_and_one_sentence(tb123, tmp_path):
+    folder, tables = tb123
+    copy = tmp_path / "tb"
+    shutil.copytree(folder, copy)
+    tb = Tablebase.open(str(copy))
+    # a damaged block (its checksum fails) in one layer, a file gone in another
+    damaged_pos, gone_pos = (random_positions(tb.variant, {l: tables[l]}, 1, seed=1)[0]
+                             for l in [(0, 2), (2, 0)])
+    path = copy / "layer_0_2_win.bin"
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    (copy / "layer_2_0_win.bin").unlink()
+    inside = random_positions(tb.variant, {(4, 4): tables[(4, 4)]}, 1, seed=1)[0]
+    with running(tb) as base:
+        cases = [
+            (f"{base}/api/position?pos=1+2+3", 400, "position: expected 8 numbers"),
+            (f"{base}/api/position", 400, "give the position as pos="),
+            (f"{base}/api/position?pos=0+0+2+2+2+2+2+1", 400, "the pits hold 11 stones"),
+            (f"{base}/api/position?pos={q(damaged_pos)}", 503, "layer_0_2_win.bin"),
+            (f"{base}/api/position?pos={q(gone_pos)}", 503, "layer_2_0_win.bin"),
+            (f"{base}/api/mainline?pos={q(inside)}&max_plies=0", 400, "max_plies must be from 1 to"),
+            (f"{base}/api/mainline?pos={q(inside)}&max_plies=x", 400, "max_plies must be a whole number"),
+            (f"{base}/api/nothing", 404, "Not Found: GET /api/nothing."),
+        ]
+        for url, status, needle in cases:
+            got_status, body = call(url)
+            assert got_status == status and needle in body["error"], (url, got_status, body)
+            assert body["error"].count("\n") == 0 and "Traceback" not in body["error"]
+        assert call(f"{base}/api/positions", raw=b"{not json")[0] == 400
+        assert call(f"{base}/api/positions", {"nope": 1}) == (400, {"error": 'send JSON {"positions": [...]}, each '
+                                                                    "position a string or a list of numbers."})
+        status, body = call(f"{base}/api/positions", {"positions": [str(inside)] * (MAX_BATCH + 1)})
+        assert status == 400 and f"at most {MAX_BATCH:,} positions" in body["error"]
+        status, body = call(f"{base}/api/positions", {"positions": [str(inside), str(damaged_pos)]})
+        assert status == 503 and "layer_0_2_win.bin" in body["error"]
+    # a layer the tablebase does not hold: 404, for one position and in a batch
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        status, body = call(f"{base}/api/position?pos=0+0+5+5+5+5+5+5+5+5+5+5")
+        assert status == 404 and body["error"].startswith("layer 0_0 of position 0 0 5")
+        status, body = call(f"{base}/api/positions", {"positions": ["20 20 1 1 1 1 1 1 1 1 1 1",
+                                                                    "0 0 5 5 5 5 5 5 5 5 5 5"]})
+        assert status == 404 and body["error"].startswith("positions: row 1: layer 0_0")
+    # a store slower than the request timeout is a 503, and the server goes on
+    with running(Tablebase.open(str(FIXTURE_M40)), timeout=1e-6) as base:
+        status, body = call(f"{base}/api/position?pos=20+20+1+1+1+1+1+1+1+1+1+1")
+        assert status == 503 and "did not answer within" in body["error"]
+        assert call(f"{base}/api/health")[0] == 200
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60))
+def test_no_query_string_gets_a_500(text):
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        for path in ("/api/position?pos=", "/api/mainline?max_plies=2&pos=", "/api/position?"):
+            status, body = call(base + path + urllib.parse.quote(text))
+            assert status in (200, 400, 404, 503) and ("error" in body) == (status != 200), (text, body)
+
+
+def test_serve_command_listens_answers_and_stops_on_ctrl_c():
+    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(f"serving {FIXTURE_M40}") and "http://127.0.0.1:" in line, proc.stderr.read()
+        base = line[line.index("http://"):].split("/  ")[0]
+        status, body = call(f"{base}/api/health")
+        assert status == 200 and body["variant"] == {"stones": 50, "pits": 5} and body["layers"] == 15
+        status, got = call(f"{base}/api/position?pos=20,20,1,1,1,1,1,1,1,1,1,1")
+        assert status == 200 and got["category"] == Tablebase.open(str(FIXTURE_M40)).probe(
+            "20 20 1 1 1 1 1 1 1 1 1 1").value
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    bad = subprocess.run([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--timeout", "0"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--timeout must be a positive" in bad.stderr
