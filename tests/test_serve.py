@@ -13,7 +13,6 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 
-import numpy as np
 import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings
@@ -108,8 +107,8 @@ def test_batches_equal_one_by_one_and_mainlines_end_in_the_value(tb123):
     positions = [p for value in ("win", "draw", "loss") for p in random_positions(tb.variant, tables, 30, seed=9,
                                                                                    value=value)]
     with running(Tablebase.open(str(folder))) as base:
-        for given in ([str(p) for p in positions], [[p.k1, p.k2, *p.pits] for p in positions]):
-            status, got = call(f"{base}/api/positions", {"positions": given})
+        for sent in ([str(p) for p in positions], [[p.k1, p.k2, *p.pits] for p in positions]):
+            status, got = call(f"{base}/api/positions", {"positions": sent})
             assert status == 200 and got["count"] == len(positions)
             assert [(c, d) for c, d in zip(got["category"], got["dtz"])] == [
                 (tb.probe(p).value, tb.probe(p).dtz) for p in positions]
