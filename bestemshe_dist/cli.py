@@ -264,43 +264,39 @@ def _dashboard_page(client, log, dashboard_address):
     return SchedulerEvents(client)
 
 
-def _oracle_parsers(sub):
-    p = sub.add_parser("probe", help="value, distance and every move of one position")
+def _tablebase_parser(sub, name: str, help_text: str, position: bool = False):
+    """A command reading one tablebase: URL (and a position), --storage-options."""
+    p = sub.add_parser(name, help=help_text)
     p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
-    p.add_argument("numbers", nargs="*", metavar="N",
-                   help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)")
-    p.add_argument("--json", action="store_true", help="print JSON: value, dtz, moves, best_move")
+    if position:
+        p.add_argument("numbers", nargs="*", metavar="N",
+                       help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)")
     p.add_argument("--storage-options", default=None, metavar="JSON",
                    help="fsspec storage options for URL, as a JSON object")
+    return p
 
-    p = sub.add_parser("mainline", help="perfect play from one position to the end of the game")
-    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
-    p.add_argument("numbers", nargs="*", metavar="N",
-                   help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)")
+
+def _oracle_parsers(sub):
+    p = _tablebase_parser(sub, "probe", "value, distance and every move of one position", position=True)
+    p.add_argument("--json", action="store_true", help="print JSON: value, dtz, moves, best_move")
+
+    p = _tablebase_parser(sub, "mainline", "perfect play from one position to the end of the game", position=True)
     p.add_argument("--max-plies", type=_at_least_one, default=400, metavar="N",
                    help="stop after N plies (default 400)")
     p.add_argument("--json", action="store_true", help="print JSON: every ply, and the result")
-    p.add_argument("--storage-options", default=None, metavar="JSON",
-                   help="fsspec storage options for URL, as a JSON object")
 
-    p = sub.add_parser("serve", help="serve a tablebase over HTTP: a JSON API")
-    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p = _tablebase_parser(sub, "serve", "serve a tablebase over HTTP: a JSON API")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_at_least_zero, default=8000, help="port (default 8000; 0: a free one)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="the most one request may take, reads included (default 10)")
-    p.add_argument("--storage-options", default=None, metavar="JSON",
-                   help="fsspec storage options for URL, as a JSON object")
 
-    p = sub.add_parser("play", help="play a game in the terminal against the perfect player")
-    p.add_argument("url", metavar="URL", help="tablebase: folder, s3://bucket/prefix or http(s)://base")
+    p = _tablebase_parser(sub, "play", "play a game in the terminal against the perfect player")
     p.add_argument("--human", choices=("first", "second"), default="first",
                    help="whether you move first (default) or second")
     p.add_argument("--start", default=None, metavar="POSITION",
                    help='start from "K1 K2 P0 .. P9", written from the side to move '
                         "(default: equal pits, empty kazans)")
-    p.add_argument("--storage-options", default=None, metavar="JSON",
-                   help="fsspec storage options for URL, as a JSON object")
 
 
 def _cmd_probe(args) -> int:
