@@ -285,6 +285,9 @@ def _oracle_parsers(sub):
                    help="stop after N plies (default 400)")
     p.add_argument("--json", action="store_true", help="print JSON: every ply, and the result")
 
+    p = _tablebase_parser(sub, "stats", "win/draw/loss counts and distances of a tablebase, per layer")
+    p.add_argument("--json", action="store_true", help="print JSON: the totals and every layer")
+
     p = _tablebase_parser(sub, "serve", "serve a tablebase over HTTP: a JSON API")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_at_least_zero, default=8000, help="port (default 8000; 0: a free one)")
@@ -314,6 +317,15 @@ def _cmd_mainline(args) -> int:
     tb = Tablebase.open(args.url, _storage_options(args.storage_options))
     data = mainline_report(tb.mainline(args.numbers, max_plies=args.max_plies))
     print(json.dumps(data) if args.json else format_mainline(data))
+    return 0
+
+
+def _cmd_stats(args) -> int:
+    from .oracle.tablebase import Tablebase, format_stats
+
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    data = tb.stats()
+    print(json.dumps(data) if args.json else format_stats(data))
     return 0
 
 
@@ -471,7 +483,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 
 COMMANDS = {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status, "probe": _cmd_probe,
-            "mainline": _cmd_mainline, "serve": _cmd_serve, "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
+            "mainline": _cmd_mainline, "stats": _cmd_stats, "serve": _cmd_serve, "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
 
 
 class _Terminated(KeyboardInterrupt):

@@ -234,7 +234,7 @@ def test_threads_share_one_fetch_and_the_cache_keeps_its_bound(tb83):
 
     with ThreadPoolExecutor(8) as pool:
         assert sum(pool.map(run, range(8))) == 8 * 600
-    stats = tb.stats()
+    stats = tb.reads()
     # The bound holds (a block larger than it is used, then dropped: the cache may
     # end empty, depending on which thread probed last), and blocks were reused.
     assert stats["cached_bytes"] <= bound and stats["cache_hits"] > 0

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bestemshe_dist import Position, Tablebase
+from bestemshe_dist.oracle import Probe
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.errors import UsageError
 from conftest import FIXTURE_M40, run_cli
@@ -124,3 +125,54 @@ def test_mainline_command_prints_the_game_and_its_result(tb123):
     assert text.returncode == 0 and "result    the side to move at the start wins" in text.stdout
     bad = run_cli("mainline", folder, "0", "1", "2")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "position: expected" in bad.stderr
+
+
+def test_stats_equal_the_solver_tables(tb123):
+    folder, tables = tb123
+    tb = Tablebase.open(str(folder))
+    stats = tb.stats()
+    assert {(s["k1"], s["k2"]) for s in stats["layers"]} == set(tables)
+    longest = {"win": (-1, None), "loss": (-1, None)}
+    for s in stats["layers"]:
+        codes, dtz = tables[(s["k1"], s["k2"])]
+        npos = tb.variant.layer_size(s["k1"], s["k2"])
+        values = np.array([truth(tables, s["k1"], s["k2"], i)[0] for i in range(npos)])
+        assert (s["positions"], s["win"], s["draw"], s["loss"]) == (
+            npos, int((values == "win").sum()), int((values == "draw").sum()), int((values == "loss").sum()))
+        for value in ("win", "loss"):
+            mine = dtz[values == value]
+            got = s["distances"][value]
+            assert got["histogram"] == (np.bincount(mine).tolist() if len(mine) else [])
+            if len(mine):
+                assert got["longest"] == int(mine.max())
+                assert tb.probe(got["example"]) == Probe(value, int(mine.max()))
+                longest[value] = max(longest[value], (got["longest"], got["example"]), key=lambda t: t[0])
+            else:
+                assert got["longest"] is None and got["example"] is None
+    total = stats["total"]
+    assert total["positions"] == sum(tb.variant.layer_size(*l) for l in tables)
+    assert total["win"] + total["draw"] + total["loss"] == total["positions"]
+    for value in ("win", "loss"):
+        assert total["longest"][value]["distance"] == longest[value][0]
+    # the manifest's counts, where a layer has no distance table to read
+    bare = Tablebase.open(str(folder))
+    bare.reader.dtz_width = lambda k1, k2: None
+    for s in stats["layers"]:
+        again = bare.layer_stats(s["k1"], s["k2"])
+        assert (again["win"], again["draw"], again["loss"]) == (s["win"], s["draw"], s["loss"])
+        assert again["distances"] is None
+    assert bare.requests == 0      # from the manifest alone
+
+
+def test_stats_of_the_published_files_and_the_stats_command():
+    tb = Tablebase.open(str(FIXTURE_M40))
+    stats = tb.stats()
+    assert len(stats["layers"]) == 15 and stats["total"]["longest"] == {"win": None, "loss": None}
+    from bestemshe_dist.solve import kernels
+    for s in stats["layers"]:
+        codes = Tablebase.open(str(FIXTURE_M40)).reader.codes(s["k1"], s["k2"], s["positions"])
+        assert (s["win"], s["loss"], s["draw"]) == tuple(int(c) for c in kernels.count_codes(codes, s["positions"]))
+    done = run_cli("stats", FIXTURE_M40, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["total"] == stats["total"]
+    text = run_cli("stats", FIXTURE_M40)
+    assert text.returncode == 0 and "  24_24              55" in text.stdout and "total" in text.stdout

@@ -198,3 +198,16 @@ def test_serve_command_listens_answers_and_stops_on_ctrl_c():
     bad = subprocess.run([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--timeout", "0"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--timeout must be a positive" in bad.stderr
+
+
+def test_stats_over_http_equal_the_oracle(tb123):
+    folder, tables = tb123
+    tb = Tablebase.open(str(folder))
+    with running(Tablebase.open(str(folder))) as base:
+        assert call(f"{base}/api/stats") == (200, json.loads(json.dumps(tb.stats())))
+        assert call(f"{base}/api/stats?layer=2_4") == (200, json.loads(json.dumps(tb.layer_stats(2, 4))))
+        status, body = call(f"{base}/api/stats?layer=2-4")
+        assert status == 400 and "layer must be written K1_K2" in body["error"]
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        status, body = call(f"{base}/api/stats?layer=0_0")
+        assert status == 404 and body["error"].startswith("layer 0_0 is not in this tablebase")

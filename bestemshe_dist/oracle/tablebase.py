@@ -144,6 +144,7 @@ class Tablebase:
         self.cache_bytes = int(cache_bytes)
         self.reader = LayerReader(self.store, self.manifest, self.cache_bytes)
         self._layers = None
+        self._layer_stats: dict = {}
 
     @classmethod
     def open(cls, url: str, storage_options: dict | None = None, **kwargs) -> "Tablebase":
@@ -384,8 +385,92 @@ class Tablebase:
     def cached_bytes(self) -> int:
         return self.reader.cached_bytes
 
-    def stats(self) -> dict:
+    def reads(self) -> dict:
+        """The reader's counters: requests, bytes fetched, cache hits and size."""
         return self.reader.stats()
+
+    # -- statistics ---------------------------------------------------------------------
+    def layer_stats(self, k1: int, k2: int) -> dict:
+        """A layer's win/draw/loss counts and, with a distance table, the histogram
+        of distances of its wins and of its losses and the longest of each with one
+        example position. Counts come from the manifest where it has them and there
+        is no distance table to read; otherwise from one pass over the layer's blocks
+        (each checked against its checksum), a block at a time. Kept once computed."""
+        key = (k1, k2)
+        if key not in self._layer_stats:
+            self._layer_stats[key] = self._compute_layer_stats(k1, k2)
+        return self._layer_stats[key]
+
+    def _compute_layer_stats(self, k1: int, k2: int) -> dict:
+        self.variant.check_layer(k1, k2)
+        npos = self.variant.layer_size(k1, k2)
+        width = self.reader.dtz_width(k1, k2)
+        out = {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "positions": npos}
+        entry = (self.manifest or {}).get("layers", {}).get(layer_name(k1, k2)) or {}
+        if width is None and isinstance(entry.get("counts"), dict):
+            out.update({v: int(entry["counts"][v]) for v in (WIN, DRAW, LOSS)})
+            out["distances"] = None
+            return out
+        counts = {WIN: 0, DRAW: 0, LOSS: 0}
+        hist = {WIN: np.zeros(1, np.int64), LOSS: np.zeros(1, np.int64)}
+        longest = {WIN: (-1, -1), LOSS: (-1, -1)}     # (distance, rank)
+        for b in range(fmt.blocks_for_bits(npos)):
+            lo = b * fmt.BLOCK_BITS
+            n = min(fmt.BLOCK_BITS, npos - lo)
+            win = np.unpackbits(np.frombuffer(self.reader.block(k1, k2, "win", npos, b), np.uint8),
+                                bitorder="little")[:n].astype(bool)
+            draw = np.unpackbits(np.frombuffer(self.reader.block(k1, k2, "draw", npos, b), np.uint8),
+                                 bitorder="little")[:n].astype(bool)
+            loss = ~(win | draw)
+            counts[WIN] += int(win.sum())
+            counts[DRAW] += int(draw.sum())
+            counts[LOSS] += int(loss.sum())
+            if width is None:
+                continue
+            dtz = self._distances(k1, k2, width, npos, np.arange(lo, lo + n, dtype=np.int64))
+            for value, mask in ((WIN, win), (LOSS, loss)):
+                if not mask.any():
+                    continue
+                seen = dtz[mask]
+                counted = np.bincount(seen)
+                if counted.shape[0] > hist[value].shape[0]:
+                    hist[value] = np.pad(hist[value], (0, counted.shape[0] - hist[value].shape[0]))
+                hist[value][:counted.shape[0]] += counted
+                at = int(np.argmax(seen))
+                if int(seen[at]) > longest[value][0]:
+                    longest[value] = (int(seen[at]), lo + int(np.flatnonzero(mask)[at]))
+        out.update(counts)
+        if width is None:
+            out["distances"] = None
+            return out
+        out["distances"] = {}
+        for value in (WIN, LOSS):
+            distance, rank = longest[value]
+            out["distances"][value] = {
+                "histogram": hist[value].tolist() if counts[value] else [],
+                "longest": None if rank < 0 else distance,
+                "example": None if rank < 0 else str(Position.from_rank(self.variant, k1, k2, rank)),
+            }
+        return out
+
+    def stats(self, layers=None) -> dict:
+        """Statistics of the whole tablebase (or of `layers`): totals, the longest
+        win and loss over all layers with an example, and every layer's
+        layer_stats, largest k1 + k2 first."""
+        chosen = (self.layers() or set()) if layers is None else {tuple(l) for l in layers}
+        held = sorted(chosen, key=lambda l: (-sum(l), l))
+        per_layer = [self.layer_stats(*layer) for layer in held]
+        total = {"positions": sum(s["positions"] for s in per_layer)}
+        for value in (WIN, DRAW, LOSS):
+            total[value] = sum(s[value] for s in per_layer)
+        longest = {}
+        for value in (WIN, LOSS):
+            found = [(s["distances"][value]["longest"], s["distances"][value]["example"]) for s in per_layer
+                     if s["distances"] and s["distances"][value]["longest"] is not None]
+            best = max(found, key=lambda f: f[0], default=None)
+            longest[value] = None if best is None else {"distance": best[0], "example": best[1]}
+        total["longest"] = longest
+        return {"tablebase": self.url, "variant": self.variant.as_dict(), "total": total, "layers": per_layer}
 
 
 _VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}
@@ -576,5 +661,34 @@ def format_mainline(data: dict) -> str:
             what = f"-> {m['child']}   {_value_text(after['value'], after['dtz'])} for the side to move"
         lines.append(f"{m['ply']:>4}. pit {m['pit'] + 1}{took}  {what}")
     lines.append(f"result    {_RESULT_TEXT[data['result']]} after {plies(data['plies'])}")
+    return "\n".join(lines)
+
+
+# -- what `bestemshe-dist stats` prints ---------------------------------------------------
+def _share(count: int, total: int) -> str:
+    return f"{count:>15,} {100 * count / total:5.1f}%" if total else f"{count:>15,}      -"
+
+
+def _longest(data: dict | None) -> str:
+    return "-" if not data or data.get("longest") is None else str(data["longest"])
+
+
+def format_stats(data: dict) -> str:
+    v, total = data["variant"], data["total"]
+    lines = [f"{data['tablebase']}: {len(data['layers'])} layers of the {v['stones']}-stone game "
+             f"({v['pits']} pits per side)",
+             f"{'layer':>7} {'positions':>15} {'win':>22} {'draw':>22} {'loss':>22}  longest win / loss (plies)"]
+    for s in data["layers"]:
+        dist = s["distances"] or {}
+        lines.append(f"{s['layer']:>7} {s['positions']:>15,} {_share(s['win'], s['positions'])} "
+                     f"{_share(s['draw'], s['positions'])} {_share(s['loss'], s['positions'])}  "
+                     f"{_longest(dist.get('win'))} / {_longest(dist.get('loss'))}")
+    lines.append(f"{'total':>7} {total['positions']:>15,} {_share(total['win'], total['positions'])} "
+                 f"{_share(total['draw'], total['positions'])} {_share(total['loss'], total['positions'])}")
+    for value in (WIN, LOSS):
+        found = total["longest"][value]
+        if found:
+            lines.append(f"longest {value}: {plies(found['distance'])} to the next capture or the end, "
+                         f"e.g. {found['example']}")
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@ fsspec's http(s):// reads, so serving adds none).
     GET  /api/position?pos=K1 K2 P0 .. P9     value, distance, every move best first
     GET  /api/mainline?pos=...&max_plies=N    perfect play to the end (or a repetition, or N plies)
     POST /api/positions   {"positions": [...]}  many values in one pass (probe_many)
+    GET  /api/stats[?layer=K1_K2]               counts, distance histograms, longest win and loss
     GET  /api/health                            the tablebase served, and its variant
 
 A position is written from the side to move, as the CLI takes it; in a URL its
@@ -29,6 +30,7 @@ from aiohttp import web
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.position import Position
+from ..naming import parse_layer_name
 from ..oracle.tablebase import Tablebase, mainline_report
 
 log = logging.getLogger(__name__)
@@ -157,6 +159,21 @@ async def post_positions(request: web.Request) -> web.Response:
     return web.json_response(await _run(request, lambda: batch_answer(tb, body)))
 
 
+async def get_stats(request: web.Request) -> web.Response:
+    """The whole tablebase's statistics, or one layer's (layer=K1_K2)."""
+    tb = request.app[TABLEBASE]
+    text = request.query.get("layer")
+    if text is None:
+        return web.json_response(await _run(request, tb.stats))
+    layer = parse_layer_name(text.strip())
+    if layer is None:
+        raise UsageError(f"layer must be written K1_K2 (e.g. 8_12), not {text!r}.")
+    held = tb.layers()
+    if held is not None and layer not in held:
+        raise NotHeld(f"layer {text.strip()} is not in this tablebase (it holds {len(held)} layers).")
+    return web.json_response(await _run(request, lambda: tb.layer_stats(*layer)))
+
+
 async def get_health(request: web.Request) -> web.Response:
     tb = request.app[TABLEBASE]
     held = tb.layers()
@@ -192,6 +209,7 @@ def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int 
     app.router.add_get("/api/position", get_position)
     app.router.add_get("/api/mainline", get_mainline)
     app.router.add_post("/api/positions", post_positions)
+    app.router.add_get("/api/stats", get_stats)
     app.router.add_get("/api/health", get_health)
 
     async def close_pool(app):
