@@ -57,6 +57,8 @@ class Store:
             raise StoreError(f"cannot open {self.shown}: {_reason(exc)}.") from None
         self.root = self.root.rstrip("/")
         self.local = "file" in _protocols(self.fs)
+        # http(s) cannot list a folder: only a manifest says which layers are there
+        self.listable = not {"http", "https"} & set(_protocols(self.fs))
 
     # -- plumbing ---------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -210,7 +212,7 @@ def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
     if store.local and not store.fs.isdir(store.root or "."):
         raise no_tablebase(store)
     manifest = store.read_manifest()
-    if manifest is None and not {"http", "https"} & set(_protocols(store.fs)):
+    if manifest is None and store.listable:
         if not store.list_names(WIN_FILE_GLOB):
             raise no_tablebase(store)
     if manifest is not None and manifest.get("synthetic") is not None and not allow_synthetic:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import format as fmt
-from ..data.blocks import LayerReader, table_bits
+from ..data.blocks import LayerReader, runs
 from ..data.checksums import HASH
 from ..data.store import Store, find_tablebase
 from ..errors import FormatError, StoreError, UsageError
@@ -166,8 +166,7 @@ class Tablebase:
                 held = {parse_layer_name(key) for key in self.manifest.get("layers", {})}
                 self._layers = {layer for layer in held if layer is not None}
             else:
-                protocols = self.store.fs.protocol
-                if {"http", "https"} & set(protocols if isinstance(protocols, tuple) else (protocols,)):
+                if not self.store.listable:
                     return None
                 try:
                     names = self.store.list_names(WIN_FILE_GLOB)
@@ -228,18 +227,18 @@ class Tablebase:
         key, ranks = key[order], ranks[order]
         found = np.zeros(count, np.int8)
         dist = np.full(count, -1, np.int32)
-        for a, b in _runs(key):
+        for a, b in runs(key):
             k1, k2 = divmod(int(key[a]), self.variant.win_kazan + 1)
             npos = self.variant.layer_size(k1, k2)
             here = ranks[a:b]
-            got = self._bits(k1, k2, "win", npos, here).astype(np.int8)   # 1: a win
+            got = self.reader.bits(k1, k2, "win", npos, here).astype(np.int8)   # 1: a win
             rest = np.flatnonzero(got == 0)   # the draw file only where needed, as probe() reads it
-            got[rest] = self._bits(k1, k2, "draw", npos, here[rest]).astype(np.int8) - 1   # 0 draw, -1 loss
+            got[rest] = self.reader.bits(k1, k2, "draw", npos, here[rest]).astype(np.int8) - 1   # 0 draw, -1 loss
             found[a:b] = got
             width = self.reader.dtz_width(k1, k2)
             if width is not None:
                 decided = np.flatnonzero(got != 0)
-                dist[a + decided] = self._distances(k1, k2, width, npos, here[decided])
+                dist[a + decided] = self.reader.distances(k1, k2, width, npos, here[decided])
         value[order] = found
         dtz[order] = dist
         return Probes(value, dtz)
@@ -265,44 +264,26 @@ class Tablebase:
                 raise UsageError(f"positions: row {row}: {str(exc).removeprefix('position: ')}") from None
         return rows
 
-    def _bits(self, k1: int, k2: int, kind: str, npos: int, ranks: np.ndarray) -> np.ndarray:
-        """The bits of sorted ranks in one file, each block read once."""
-        out = np.empty(ranks.shape[0], np.uint8)
-        blocks = ranks // fmt.BLOCK_BITS
-        for a, b in _runs(blocks):
-            raw = np.frombuffer(self.reader.block(k1, k2, kind, npos, int(blocks[a])), np.uint8)
-            offset = ranks[a:b] - int(blocks[a]) * fmt.BLOCK_BITS
-            out[a:b] = (raw[offset >> 3] >> (offset & 7).astype(np.uint8)) & 1
-        return out
-
-    def _distances(self, k1: int, k2: int, width: int, npos: int, ranks: np.ndarray) -> np.ndarray:
-        """The stored distances of sorted ranks, each block of the table read once."""
-        out = np.empty(ranks.shape[0], np.int32)
-        at = ranks * width          # width 1 or 2 divides BLOCK_BYTES: never split
-        blocks = at // fmt.BLOCK_BYTES
-        for a, b in _runs(blocks):
-            raw = np.frombuffer(self.reader.block(k1, k2, "dtz", table_bits("dtz", npos, width), int(blocks[a])),
-                                np.uint8)
-            offset = at[a:b] - int(blocks[a]) * fmt.BLOCK_BYTES
-            out[a:b] = raw[offset] if width == 1 else raw[offset] | (raw[offset + 1].astype(np.int32) << 8)
-        return out
-
     def mainline(self, position, max_plies: int | None = None) -> Mainline:
         """Perfect play from `position` (best_move at every ply) to the end of the
         game, to a position seen before (a drawn game repeats), or to max_plies."""
-        first = pos = self.position(position)
-        start = self.probe(pos)
-        plies, seen = [], {pos}
+        found = self.analyse(position)
+        pos = first = found.position
+        start = found.probe
+        plies, seen = [], {first}
         while max_plies is None or len(plies) < max_plies:
-            choice = self.best_move(pos)
+            if found is None:
+                found = self.analyse(pos)
+            choice = found.best_move()
             if choice is None:   # no stone to sow: the side to move has lost
                 return Mainline(first, start, plies, _end_for_start(len(plies), LOSS))
             move = choice.move
             if move.ends_game:
-                plies.append(Ply(pos, move, None))
+                plies.append(Ply(found.position, move, None))
                 return Mainline(first, start, plies, _end_for_start(len(plies) - 1, WIN))
-            plies.append(Ply(pos, move, self.probe(move.child)))
-            pos = move.child
+            # the child's own value, as moves() probed it
+            plies.append(Ply(found.position, move, Probe(_FLIP[move.value], move.child_dtz)))
+            pos, found = move.child, None
             if pos in seen:
                 return Mainline(first, start, plies, REPETITION)
             seen.add(pos)
@@ -427,7 +408,7 @@ class Tablebase:
             counts[LOSS] += int(loss.sum())
             if width is None:
                 continue
-            dtz = self._distance_range(k1, k2, width, npos, lo, n)
+            dtz = self.reader.distance_range(k1, k2, width, npos, lo, n)
             for value, mask in ((WIN, win), (LOSS, loss)):
                 if not mask.any():
                     continue
@@ -453,17 +434,6 @@ class Tablebase:
             }
         return out
 
-    def _distance_range(self, k1: int, k2: int, width: int, npos: int, lo: int, n: int) -> np.ndarray:
-        """The stored distances of positions [lo, lo + n), from the dtz blocks that
-        hold them (a slice of their bytes: for a block of positions, 32 or 64 MiB,
-        where ranks and gathers would take 0.8 GB)."""
-        bits = table_bits("dtz", npos, width)
-        first, last = lo * width // fmt.BLOCK_BYTES, ((lo + n) * width - 1) // fmt.BLOCK_BYTES
-        raw = np.concatenate([np.frombuffer(self.reader.block(k1, k2, "dtz", bits, b), np.uint8)
-                              for b in range(first, last + 1)])
-        start = lo * width - first * fmt.BLOCK_BYTES
-        return raw[start:start + n * width].view("<u1" if width == 1 else "<u2")
-
     def stats(self, layers=None) -> dict:
         """Statistics of the whole tablebase (or of `layers`): totals, the longest
         win and loss over all layers with an example, and every layer's
@@ -485,15 +455,6 @@ class Tablebase:
 
 
 _VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}
-
-
-def _runs(sorted_keys: np.ndarray):
-    """(start, end) of each run of equal values in a sorted array."""
-    if sorted_keys.shape[0] == 0:
-        return []
-    edges = np.flatnonzero(np.diff(sorted_keys)) + 1
-    bounds = [0, *edges.tolist(), int(sorted_keys.shape[0])]
-    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _end_for_start(ply: int, result: str) -> str:

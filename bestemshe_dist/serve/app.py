@@ -30,7 +30,7 @@ from aiohttp import web
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.position import Position
-from ..naming import parse_layer_name
+from ..naming import layer_name, parse_layer_name
 from ..oracle.tablebase import Tablebase, mainline_report
 
 log = logging.getLogger(__name__)
@@ -48,14 +48,22 @@ class NotHeld(BestemsheError):
     """A valid position whose layer the tablebase does not hold (404)."""
 
 
+def _holds(tb: Tablebase, layer) -> bool:
+    """False only when the tablebase is known not to hold `layer`."""
+    held = tb.layers()
+    return held is None or tuple(layer) in held
+
+
+def _require(tb: Tablebase, layer, what: str) -> None:
+    if not _holds(tb, layer):
+        raise NotHeld(f"{what} is not in this tablebase (it holds {len(tb.layers())} layers).")
+
+
 def _position(tb: Tablebase, text: str | None) -> Position:
     if text is None or not text.strip():
         raise UsageError("give the position as pos=K1 K2 P0 .. P9 (numbers separated by spaces or commas).")
     pos = tb.position(text)
-    held = tb.layers()
-    if held is not None and pos.layer not in held:
-        raise NotHeld(f"layer {pos.k1}_{pos.k2} of position {pos} is not in this tablebase "
-                      f"(it holds {len(held)} layers).")
+    _require(tb, pos.layer, f"layer {layer_name(*pos.layer)} of position {pos}")
     return pos
 
 
@@ -95,13 +103,10 @@ def batch_answer(tb: Tablebase, body) -> dict:
         rows = np.array(given, np.int64).reshape(-1, width)
     else:
         rows = np.array([[p.k1, p.k2, *p.pits] for p in map(tb.position, given)], np.int64).reshape(-1, width)
-    held = tb.layers()
-    if held is not None and len(rows):
-        layers = {tuple(layer) for layer in np.unique(rows[:, :2], axis=0).tolist()}
-        missing = sorted(layers - held)
-        if missing:
-            row = int(np.flatnonzero((rows[:, 0] == missing[0][0]) & (rows[:, 1] == missing[0][1]))[0])
-            raise NotHeld(f"positions: row {row}: layer {missing[0][0]}_{missing[0][1]} is not in this tablebase.")
+    missing = [layer for layer in np.unique(rows[:, :2], axis=0).tolist() if not _holds(tb, layer)]
+    if missing:
+        row = int(np.flatnonzero((rows[:, 0] == missing[0][0]) & (rows[:, 1] == missing[0][1]))[0])
+        _require(tb, missing[0], f"positions: row {row}: layer {layer_name(*missing[0])}")
     got = tb.probe_many(rows)
     names = np.array(["loss", "draw", "win"])
     return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
@@ -168,9 +173,7 @@ async def get_stats(request: web.Request) -> web.Response:
     layer = parse_layer_name(text.strip())
     if layer is None:
         raise UsageError(f"layer must be written K1_K2 (e.g. 8_12), not {text!r}.")
-    held = tb.layers()
-    if held is not None and layer not in held:
-        raise NotHeld(f"layer {text.strip()} is not in this tablebase (it holds {len(held)} layers).")
+    _require(tb, layer, f"layer {layer_name(*layer)}")
     return web.json_response(await _run(request, lambda: tb.layer_stats(*layer)))
 
 
