@@ -32,6 +32,17 @@ def client():
             yield c
 
 
+@pytest.fixture(scope="session")
+def tb123(client, tmp_path_factory):
+    """The 12-stone, 3-pit game solved whole with distance tables, shared by the
+    oracle, play and server tests (none writes to it): (folder, solver tables)."""
+    from oracle_support import solve_into, solver_tables
+
+    folder = tmp_path_factory.mktemp("tb123")
+    variant = solve_into(client, folder, 12, 3, dtz=True)
+    return folder, solver_tables(folder, variant)
+
+
 S3_KEY = "bestemshe-test-key"
 S3_SECRET = "bestemshe-test-secret-do-not-log"
 S3_BUCKET = "tablebase"

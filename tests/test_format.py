@@ -4,7 +4,6 @@ byte compatibility with the published files, and rejection of faulty files."""
 import re
 import struct
 from math import comb
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -29,13 +29,6 @@ def tb83(client, tmp_path_factory):
     return folder, solver_tables(folder, variant)
 
 
-@pytest.fixture(scope="module")
-def tb123(client, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tb123")
-    variant = solve_into(client, folder, 12, 3, dtz=True)
-    return folder, solver_tables(folder, variant)
-
-
 @pytest.mark.parametrize("stones,pits,dtz", [(8, 3, True), (6, 5, True), (10, 2, False), (8, 1, False)])
 def test_every_probe_equals_the_solver_tables(client, tmp_path, stones, pits, dtz):
     variant = solve_into(client, tmp_path, stones, pits, dtz=dtz)

@@ -11,15 +11,7 @@ from bestemshe_dist.oracle import Probe
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.errors import UsageError
 from conftest import FIXTURE_M40, run_cli
-from oracle_support import random_positions, solve_into, solver_tables, truth
-
-
-@pytest.fixture(scope="module")
-def tb123(client, tmp_path_factory):
-    """12 stones, 3 pits, with distance tables: (folder, solver tables)."""
-    folder = tmp_path_factory.mktemp("tb123b")
-    variant = solve_into(client, folder, 12, 3, dtz=True)
-    return folder, solver_tables(folder, variant)
+from oracle_support import random_positions, truth
 
 
 def _rows(positions):

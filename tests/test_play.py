@@ -9,14 +9,12 @@ from bestemshe_dist import Position, Tablebase
 from bestemshe_dist.cli import main
 from bestemshe_dist.oracle.play import Game, play_game
 from conftest import FIXTURE_M40, ROOT
-from oracle_support import layer_positions, solve_into
+from oracle_support import layer_positions
 
 
 @pytest.fixture(scope="module")
-def tb(client, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("play123")
-    solve_into(client, folder, 12, 3, dtz=True)
-    return Tablebase.open(str(folder))
+def tb(tb123):
+    return Tablebase.open(str(tb123[0]))
 
 
 def _play(tb, text, **kwargs):

@@ -1,68 +1,27 @@
 """`bestemshe-dist serve`: the JSON API on a real HTTP server on loopback, every
 field against the oracle, batches against one-by-one probes, mainlines, and every
 error as its status and one sentence (a fuzz of bad query strings never gets a 500)."""
-import asyncio
 import json
+import random
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import contextmanager
 
-import pytest
-from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bestemshe_dist import Tablebase
-from bestemshe_dist.serve.app import MAX_BATCH, create_app
+from bestemshe_dist.game.position import Position
+from bestemshe_dist.serve.app import MAX_BATCH
 from conftest import FIXTURE_M40, ROOT
-from oracle_support import random_positions, solve_into, solver_tables
+from oracle_support import random_positions
+from serve_support import call, running
 
 FLIP = {"win": "loss", "loss": "win", "draw": "draw"}
-
-
-@pytest.fixture(scope="module")
-def tb123(client, tmp_path_factory):
-    """12 stones, 3 pits, with distance tables: (folder, solver tables)."""
-    folder = tmp_path_factory.mktemp("tb123s")
-    variant = solve_into(client, folder, 12, 3, dtz=True)
-    return folder, solver_tables(folder, variant)
-
-
-@contextmanager
-def running(tb, **kwargs):
-    """The app on a free loopback port, served from its own thread."""
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(create_app(tb, **kwargs), access_log=None)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-
-def call(url, body=None, raw=None):
-    """(status, JSON body) of a GET, or of a POST with `body` as JSON (or `raw` bytes)."""
-    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def q(pos) -> str:
@@ -211,3 +170,58 @@ def test_stats_over_http_equal_the_oracle(tb123):
     with running(Tablebase.open(str(FIXTURE_M40))) as base:
         status, body = call(f"{base}/api/stats?layer=0_0")
         assert status == 404 and body["error"].startswith("layer 0_0 is not in this tablebase")
+
+
+def test_fifty_stone_endgame_positions_equal_the_oracle():
+    """Random positions of the published 50-stone endgame: every field the API gives."""
+    tb = Tablebase.open(str(FIXTURE_M40))
+    rng = random.Random(40)
+    layers = sorted(tb.layers())
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        for _ in range(40):
+            k1, k2 = rng.choice(layers)
+            pos = Position.from_rank(tb.variant, k1, k2, rng.randrange(tb.variant.layer_size(k1, k2)))
+            status, got = call(f"{base}/api/position?pos={q(pos)}")
+            assert status == 200, got
+            found = tb.analyse(pos)
+            assert (got["category"], got["dtz"], got["distances"]) == (found.probe.value, None, False)
+            assert got["dtz_meaning"] == "no distance table for this layer"
+            assert [(m["index"], m["pit"], m["stones"], m["captured"], m["ends_game"], m["child"], m["category"])
+                    for m in got["moves"]] == [
+                (m.pit, m.pit + 1, m.stones, m.captured, m.ends_game, None if m.child is None else str(m.child),
+                 m.value) for m in found.ordered_moves()]
+            assert all(m["dtz"] is None and m["child_dtz"] is None for m in got["moves"])
+
+
+def test_layers_and_random_positions_for_the_start_picker(tb123):
+    folder, tables = tb123
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        status, got = call(f"{base}/api/layers")
+        assert status == 200 and got["start"] is None and got["variant"] == {"stones": 50, "pits": 5}
+        assert {(row["k1"], row["k2"]) for row in got["layers"]} == Tablebase.open(str(FIXTURE_M40)).layers()
+        assert [row["board_stones"] for row in got["layers"]] == sorted((r["board_stones"] for r in got["layers"]),
+                                                                         reverse=True)
+        assert all(row["positions"] == Tablebase.open(str(FIXTURE_M40)).variant.layer_size(row["k1"], row["k2"])
+                   for row in got["layers"])
+        for seed in range(5):
+            status, got = call(f"{base}/api/random?layer=20_20&symmetric=1&seed={seed}")
+            pos = Tablebase.open(str(FIXTURE_M40)).position(got["position"])
+            assert status == 200 and pos.layer == (20, 20) and sum(pos.own) == sum(pos.other) and pos.legal_pits()
+        # the same seed, the same position
+        assert call(f"{base}/api/random?layer=16_24&seed=3") == call(f"{base}/api/random?layer=16_24&seed=3")
+        for query, status, needle in [
+                ("layer=18_22&symmetric=1", 400, "layer 18_22 has no symmetric position"),
+                ("layer=0_0", 404, "layer 0_0 is not in this tablebase"),
+                ("layer=3_4", 400, "layer 3_4: k1=3 is not a stored kazan"),
+                ("layer=x", 400, "layer must be written K1_K2"),
+                ("", 400, "layer must be written K1_K2")]:
+            got_status, body = call(f"{base}/api/random?{query}")
+            assert got_status == status and needle in body["error"], (query, body)
+    with running(Tablebase.open(str(folder))) as base:
+        status, got = call(f"{base}/api/layers")
+        assert got["start"] == "0 0 2 2 2 2 2 2" and len(got["layers"]) == len(tables)
+        assert all(row["distances"] for row in got["layers"])
+        # the page and its files are served
+        for path, kind in [("/", "text/html"), ("/static/explorer.js", "javascript"), ("/static/explorer.css", "css")]:
+            with urllib.request.urlopen(base + path, timeout=30) as answer:
+                assert answer.status == 200 and kind in answer.headers["Content-Type"]

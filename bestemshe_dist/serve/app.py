@@ -5,7 +5,10 @@ fsspec's http(s):// reads, so serving adds none).
     GET  /api/mainline?pos=...&max_plies=N    perfect play to the end (or a repetition, or N plies)
     POST /api/positions   {"positions": [...]}  many values in one pass (probe_many)
     GET  /api/stats[?layer=K1_K2]               counts, distance histograms, longest win and loss
+    GET  /api/layers                            the layers held (for the explorer's start picker)
+    GET  /api/random?layer=K1_K2[&symmetric=1]  a random position of a held layer with a move to make
     GET  /api/health                            the tablebase served, and its variant
+    GET  /                                      the web explorer (static files in serve/static/)
 
 A position is written from the side to move, as the CLI takes it; in a URL its
 numbers may be joined by commas (`pos=0,0,5,5,5,5,5,5,5,5,5,5`). Pits in
@@ -23,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from aiohttp import web
@@ -42,6 +47,8 @@ REQUEST_SECONDS = 10.0       # the oracle's work for one request, reads included
 TABLEBASE = web.AppKey("tablebase", Tablebase)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
 TIMEOUT = web.AppKey("timeout", float)
+STATIC = Path(__file__).with_name("static")
+RANDOM_TRIES = 10_000        # draws for a position of the kind asked (a move to make, symmetric)
 
 
 class NotHeld(BestemsheError):
@@ -177,6 +184,66 @@ async def get_stats(request: web.Request) -> web.Response:
     return web.json_response(await _run(request, lambda: tb.layer_stats(*layer)))
 
 
+def layers_answer(tb: Tablebase) -> dict:
+    """GET /api/layers' body: every held layer with its size, most stones on the
+    board first, and the game's start when the tablebase holds it."""
+    held = tb.layers()
+    v = tb.variant
+    start = None
+    try:
+        first = Position.start(v)
+        start = str(first) if held is None or first.layer in held else None
+    except UsageError:      # a variant with no equal-pits start
+        pass
+    rows = None if held is None else [
+        {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "board_stones": v.board_stones(k1, k2),
+         "positions": v.layer_size(k1, k2), "distances": tb.has_distances(k1, k2)}
+        for k1, k2 in sorted(held, key=lambda l: (-v.board_stones(*l), l))]
+    return {"variant": v.as_dict(), "start": start, "layers": rows}
+
+
+def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | None) -> dict:
+    """GET /api/random's body: a position drawn uniformly from a held layer among
+    those where the side to move has a move (and, if asked, equal kazans and equal
+    stones on each side, as the published match's starts)."""
+    layer = parse_layer_name((text or "").strip())
+    if layer is None:
+        raise UsageError(f"layer must be written K1_K2 (e.g. 8_12), not {text!r}.")
+    v = tb.variant
+    try:
+        v.check_layer(*layer)
+    except UsageError as exc:
+        raise UsageError(f"layer {text}: {exc}") from None
+    _require(tb, layer, f"layer {layer_name(*layer)}")
+    if symmetric and (layer[0] != layer[1] or v.board_stones(*layer) % 2):
+        raise UsageError(f"layer {layer_name(*layer)} has no symmetric position "
+                         "(it needs equal kazans and an even number of stones on the board).")
+    rng = random.Random(seed)
+    size = v.layer_size(*layer)
+    for _ in range(RANDOM_TRIES):
+        pos = Position.from_rank(v, *layer, rng.randrange(size))
+        if pos.legal_pits() and (not symmetric or sum(pos.own) == sum(pos.other)):
+            return {"position": str(pos), "layer": layer_name(*layer)}
+    raise UsageError(f"no position of that kind found in layer {layer_name(*layer)} in {RANDOM_TRIES:,} draws.")
+
+
+async def get_layers(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    return web.json_response(await _run(request, lambda: layers_answer(tb)))
+
+
+async def get_random(request: web.Request) -> web.Response:
+    tb = request.app[TABLEBASE]
+    query = request.query
+    symmetric = query.get("symmetric", "0").strip().lower() in ("1", "true", "yes")
+    return web.json_response(await _run(request, lambda: random_answer(tb, query.get("layer"), symmetric,
+                                                                          query.get("seed"))))
+
+
+async def get_index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
 async def get_health(request: web.Request) -> web.Response:
     tb = request.app[TABLEBASE]
     held = tb.layers()
@@ -214,6 +281,10 @@ def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int 
     app.router.add_post("/api/positions", post_positions)
     app.router.add_get("/api/stats", get_stats)
     app.router.add_get("/api/health", get_health)
+    app.router.add_get("/api/layers", get_layers)
+    app.router.add_get("/api/random", get_random)
+    app.router.add_get("/", get_index)
+    app.router.add_static("/static/", STATIC)
 
     async def close_pool(app):
         app[POOL].shutdown(wait=False, cancel_futures=True)
