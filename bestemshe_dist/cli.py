@@ -36,6 +36,17 @@ _at_least_one = _at_least(1)
 _at_least_zero = _at_least(0)
 
 
+def _positive(text: str) -> float:
+    """An argparse type: a number above zero (sizes in MiB)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
+
 def _dashboard_address(text: str) -> str:
     if text.lower() == "none":
         return text
@@ -288,11 +299,14 @@ def _oracle_parsers(sub):
     p = _tablebase_parser(sub, "stats", "win/draw/loss counts and distances of a tablebase, per layer")
     p.add_argument("--json", action="store_true", help="print JSON: the totals and every layer")
 
-    p = _tablebase_parser(sub, "serve", "serve a tablebase over HTTP: a JSON API")
+    p = _tablebase_parser(sub, "serve", "serve a tablebase over HTTP: a JSON API and a web explorer at /")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_at_least_zero, default=8000, help="port (default 8000; 0: a free one)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="the most one request may take, reads included (default 10)")
+    p.add_argument("--cache-mib", type=_positive, default=None, metavar="MIB",
+                   help="decompressed blocks kept in memory (default: the oracle's, 256 MiB); with the "
+                        "process's own ~150 MiB, what bounds the server's memory")
 
     p = _tablebase_parser(sub, "play", "play a game in the terminal against the perfect player")
     p.add_argument("--human", choices=("first", "second"), default="first",
@@ -335,7 +349,8 @@ def _cmd_serve(args) -> int:
 
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}.")
-    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
+    cache = {} if args.cache_mib is None else {"cache_bytes": int(args.cache_mib * 2**20)}
+    tb = Tablebase.open(args.url, _storage_options(args.storage_options), **cache)
     serve(tb, args.host, args.port, timeout=args.timeout, print_line=lambda line: print(line, flush=True))
     return 0
 

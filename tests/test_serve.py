@@ -7,10 +7,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.parse
 import urllib.request
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -225,3 +228,115 @@ def test_layers_and_random_positions_for_the_start_picker(tb123):
         for path, kind in [("/", "text/html"), ("/static/explorer.js", "javascript"), ("/static/explorer.css", "css")]:
             with urllib.request.urlopen(base + path, timeout=30) as answer:
                 assert answer.status == 200 and kind in answer.headers["Content-Type"]
+
+
+def _rss_mib(pid: int, field: str) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
+    """A fixed load (stops by itself) on `serve --cache-mib 0.1`, a cache smaller
+    than the fixture's decompressed blocks (30 files of 11.5 KB and more), so
+    blocks are dropped and read again all through: every answer right, none
+    failed, the cache never past its bound, the process's memory flat."""
+    tb = Tablebase.open(str(FIXTURE_M40))
+    rng = random.Random(7)
+    layers = sorted(tb.layers())
+    positions = [Position.from_rank(tb.variant, k1, k2, rng.randrange(tb.variant.layer_size(k1, k2)))
+                 for k1, k2 in (rng.choice(layers) for _ in range(600))]
+    truth = {str(p): tb.probe(p).value for p in positions}
+    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--port", "0",
+                             "--cache-mib", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        base = line[line.index("http://"):].split("/  ")[0]
+        limit = call(f"{base}/api/health")[1]["cache_limit_bytes"]
+        assert limit == int(0.1 * 2**20)
+
+        def one(i):
+            pos = positions[i % len(positions)]
+            kind = i % 5
+            if kind == 0:
+                status, got = call(f"{base}/api/probe?pos={q(pos)}")
+                return status == 200 and got["category"] == truth[str(pos)]
+            if kind == 1:
+                status, got = call(f"{base}/api/position?pos={q(pos)}")
+                return status == 200 and got["category"] == truth[str(pos)]
+            if kind == 2:
+                status, got = call(f"{base}/api/mainline?pos={q(pos)}&max_plies=40")
+                return status == 200 and got["value"] == truth[str(pos)]
+            if kind == 3:
+                chunk = [positions[(i + j * 7) % len(positions)] for j in range(400)]
+                status, got = call(f"{base}/api/positions", {"positions": [[p.k1, p.k2, *p.pits] for p in chunk]})
+                return status == 200 and got["category"] == [truth[str(p)] for p in chunk]
+            status, got = call(f"{base}/api/position?pos=0,0,5,5,5,5,5,5,5,5,5,5")   # not held: a 404 by design
+            return status == 404
+
+        for i in range(50):          # warm up: the process's own memory, before the load
+            assert one(i)
+        before = _rss_mib(proc.pid, "VmRSS")
+        watched, stop = [], threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                watched.append(call(f"{base}/api/health")[1]["reads"]["cached_bytes"])
+                stop.wait(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(one, range(3000)))
+        stop.set()
+        watcher.join()
+        assert answers.count(False) == 0 and len(answers) == 3000
+        reads = call(f"{base}/api/health")[1]["reads"]
+        assert len(watched) >= 10 and max(watched + [reads["cached_bytes"]]) <= limit
+        assert reads["requests"] > 60, "the small cache must have dropped blocks and read them again"
+        peak = _rss_mib(proc.pid, "VmHWM")
+        print(f"load: rss {before:.0f} -> peak {peak:.0f} MiB; cache at most {max(watched)} of {limit}; {reads}")
+        assert peak - before < 40, f"memory grew from {before:.0f} to {peak:.0f} MiB under a 0.1 MiB cache"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
+def test_probe_and_byte_batches_equal_the_oracle(tb123):
+    folder, tables = tb123
+    tb = Tablebase.open(str(folder))
+    positions = random_positions(tb.variant, tables, 300, seed=4)
+    rows = np.array([[p.k1, p.k2, *p.pits] for p in positions], np.int64)
+    want = tb.probe_many(rows)
+    with running(Tablebase.open(str(folder))) as base:
+        for pos in positions[:30]:
+            probe = tb.probe(pos)
+            assert call(f"{base}/api/probe?pos={q(pos)}") == (200, {"position": str(pos), "category": probe.value,
+                                                                   "dtz": probe.dtz})
+
+        def post_bytes(body):
+            request = urllib.request.Request(f"{base}/api/positions", data=body,
+                                             headers={"Content-Type": "application/octet-stream"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    return answer.status, answer.read()
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.loads(exc.read())
+
+        status, got = post_bytes(rows.astype(np.uint8).tobytes())
+        n = len(rows)
+        assert status == 200 and len(got) == 5 * n
+        assert np.array_equal(np.frombuffer(got[:n], np.int8), want.value)
+        assert np.array_equal(np.frombuffer(got[n:], "<i4"), want.dtz)
+        status, body = post_bytes(rows.astype(np.uint8).tobytes()[:-1])
+        assert status == 400 and "not a whole number of 8-byte positions" in body["error"]
+        bad = rows.copy()
+        bad[5, 2] += 1
+        status, body = post_bytes(bad.astype(np.uint8).tobytes())
+        assert status == 400 and body["error"].startswith("positions: row 5: the pits hold")
+        # JSON: numbers written true/false or 2.0 are refused, not read as 1, 0 and 2
+        for row in ([True, False, *positions[0].pits], [2.0, 0, *positions[0].pits]):
+            status, body = call(f"{base}/api/positions", {"positions": [row]})
+            assert status == 400 and body["error"].startswith("position"), body

@@ -211,7 +211,7 @@ class Tablebase:
         positions: an integer array of shape (N, 2 + 2 pits), rows `k1 k2 p0 ..`,
         or any iterable of positions `probe` takes. A row that is no position of
         this game is a UsageError naming the row, before anything is read."""
-        rows = self._rows(positions)
+        rows = self.rows(positions)
         count = rows.shape[0]
         value = np.zeros(count, np.int8)
         dtz = np.full(count, -1, np.int32)
@@ -243,8 +243,9 @@ class Tablebase:
         dtz[order] = dist
         return Probes(value, dtz)
 
-    def _rows(self, positions) -> np.ndarray:
-        """positions as a validated (N, 2 + board) int64 array."""
+    def rows(self, positions) -> np.ndarray:
+        """positions (what probe_many takes) as a validated (N, 2 + board) int64
+        array; a row that is no position of this game is a UsageError naming it."""
         width = 2 + self.variant.board
         if not isinstance(positions, np.ndarray):
             positions = [self.position(p) for p in positions]
