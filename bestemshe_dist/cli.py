@@ -64,7 +64,7 @@ def _variant_args(p):
 
 
 def _cluster_args(p):
-    """Where the Dask workers come from (solve and verify): one set of options."""
+    """Where the Dask workers come from (solve, verify, stats): one set of options."""
     p.add_argument("--workers", type=_at_least_one, default=None,
                    help="local cluster workers (default: CPU count); SLURM: worker jobs; Kubernetes: workers")
     p.add_argument("--threads-per-worker", type=_at_least_one, default=None, help="local cluster (default 1)")
@@ -298,6 +298,7 @@ def _oracle_parsers(sub):
 
     p = _tablebase_parser(sub, "stats", "win/draw/loss counts and distances of a tablebase, per layer")
     p.add_argument("--json", action="store_true", help="print JSON: the totals and every layer")
+    _cluster_args(p)
 
     p = _tablebase_parser(sub, "serve", "serve a tablebase over HTTP: a JSON API and a web explorer at /")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -335,10 +336,23 @@ def _cmd_mainline(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from .oracle.tablebase import Tablebase, format_stats
+    """In this process (a layer at a time), or with --workers/--scheduler/--cluster/
+    --config as one Dask task a layer, each worker reading its layer's blocks."""
+    from .oracle.tablebase import Tablebase, format_stats, layer_stats_task
 
-    tb = Tablebase.open(args.url, _storage_options(args.storage_options))
-    data = tb.stats()
+    on_dask = any(x is not None for x in (args.workers, args.scheduler, args.cluster, args.config))
+    config, url, options = _config_and_output(args, args.url, "the tablebase URL")
+    tb = Tablebase.open(url, options)
+    if not on_dask:
+        data = tb.stats()
+    else:
+        from .dist.cluster import connect
+
+        tb.layers()     # a store that cannot be read fails here, before a cluster starts
+        with connect(args.scheduler, args.workers, args.threads_per_worker, url.startswith("memory://"),
+                     cluster=args.cluster, config=config, dashboard_address=None) as client:
+            data = tb.stats(compute=lambda layers: client.gather(client.map(
+                layer_stats_task, [url] * len(layers), [options] * len(layers), layers, pure=False)))
     print(json.dumps(data) if args.json else format_stats(data))
     return 0
 

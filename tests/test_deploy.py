@@ -90,7 +90,7 @@ def _documents(path):
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-@pytest.mark.parametrize("name", ["daskjob.yaml", "secret.yaml"])
+@pytest.mark.parametrize("name", ["daskjob.yaml", "secret.yaml", "server.yaml"])
 def test_kubernetes_manifests_validate(name):
     docs = _documents(ROOT / "deploy" / "kubernetes" / name)
     assert docs
@@ -114,6 +114,38 @@ def test_daskjob_runs_the_solver_against_s3_with_the_secret():
     args = [a.replace("$(DASK_SCHEDULER_ADDRESS)", "tcp://x:8786") for a in runner["args"][1:]]
     parsed = build_parser().parse_args(args)
     assert parsed.scheduler == "tcp://x:8786" and parsed.min_captured == 36
+
+
+def test_server_deployment_serves_the_solved_bucket():
+    deployment, service = _documents(ROOT / "deploy" / "kubernetes" / "server.yaml")
+    (job,) = _documents(ROOT / "deploy" / "kubernetes" / "daskjob.yaml")
+    (secret,) = _documents(ROOT / "deploy" / "kubernetes" / "secret.yaml")
+    assert (deployment["kind"], service["kind"]) == ("Deployment", "Service")
+    (server,) = deployment["spec"]["template"]["spec"]["containers"]
+    solve = job["spec"]["job"]["spec"]["containers"][0]["args"]
+    args = server["args"]
+    assert args[:3] == ["bestemshe-dist", "serve", solve[solve.index("--out") + 1]]
+    assert args[args.index("--storage-options") + 1] == solve[solve.index("--storage-options") + 1]
+    assert server["envFrom"] == [{"secretRef": {"name": secret["metadata"]["name"]}}]
+    from bestemshe_dist.cli import build_parser
+
+    parsed = build_parser().parse_args(args[1:])
+    assert (parsed.host, parsed.port) == ("0.0.0.0", 8000)
+    assert server["ports"] == [{"name": "http", "containerPort": parsed.port, "protocol": "TCP"}]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert server[probe]["httpGet"] == {"port": "http", "path": "/api/health"}
+    # the memory limit holds the block cache and the process's own ~150 MiB
+    limit = server["resources"]["limits"]["memory"]
+    assert limit.endswith("Mi") and int(limit[:-2]) >= parsed.cache_mib + 256
+    # the Service reaches these pods, on the container's named port
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"][
+        "labels"].items()
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    bad = copy.deepcopy(deployment)
+    bad["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}
+    with pytest.raises(Exception):
+        validate_manifest(bad)
 
 
 def test_misspelled_field_is_caught():
@@ -167,7 +199,7 @@ def test_compose_file_validates(tmp_path):
     import json
 
     services = json.loads(config.stdout)["services"]
-    assert set(services) == {"s3", "bucket", "scheduler", "worker", "solver"}
+    assert set(services) == {"s3", "bucket", "scheduler", "worker", "solver", "server"}
     assert "8787" in {str(p.get("published")) for p in services["scheduler"]["ports"]}
     assert services["worker"]["deploy"]["replicas"] == 2
     solver = services["solver"]["command"]
@@ -175,6 +207,15 @@ def test_compose_file_validates(tmp_path):
     assert solver[solver.index("--min-captured") + 1] == "36"
     assert services["solver"]["depends_on"]["bucket"]["condition"] == "service_completed_successfully"
     assert "mc mb" in " ".join(services["bucket"]["command"])
+    server = services["server"]
+    assert server["command"][:3] == ["bestemshe-dist", "serve", "s3://tablebase/demo"]
+    assert server["depends_on"]["solver"]["condition"] == "service_completed_successfully"
+    assert {(str(p["published"]), str(p["target"])) for p in server["ports"]} == {("8000", "8000")}
+    assert "/api/health" in " ".join(server["healthcheck"]["test"])
+    from bestemshe_dist.cli import build_parser
+
+    parsed = build_parser().parse_args(server["command"][1:])
+    assert (parsed.host, parsed.port) == ("0.0.0.0", 8000)
     # The real compose binary rejects a broken file (so the check above means something).
     broken = tmp_path / "docker-compose.yml"
     broken.write_text(path.read_text().replace("    deploy:\n      replicas: 2",

@@ -168,3 +168,18 @@ def test_stats_of_the_published_files_and_the_stats_command():
     assert done.returncode == 0 and json.loads(done.stdout)["total"] == stats["total"]
     text = run_cli("stats", FIXTURE_M40)
     assert text.returncode == 0 and "  24_24              55" in text.stdout and "total" in text.stdout
+
+
+def test_stats_pass_on_dask_equals_the_pass_in_process(tb123):
+    """`stats --workers 2`: one Dask task a layer, in worker processes, the same
+    report as the pass in this process (distance histograms and examples too)."""
+    folder, tables = tb123
+    here = run_cli("stats", folder, "--json")
+    dask = run_cli("stats", folder, "--json", "--workers", "2")
+    assert here.returncode == 0 and dask.returncode == 0, dask.stderr
+    assert json.loads(dask.stdout) == json.loads(here.stdout) == json.loads(json.dumps(Tablebase.open(
+        str(folder)).stats()))
+    assert len(json.loads(dask.stdout)["layers"]) == len(tables)
+    # the Dask path is the one taken: an unreachable scheduler is its one sentence
+    gone = run_cli("stats", folder, "--scheduler", "tcp://127.0.0.1:9")
+    assert gone.returncode == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in gone.stderr

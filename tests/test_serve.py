@@ -300,7 +300,7 @@ def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
         print(f"load: rss {before:.0f} -> peak {peak:.0f} MiB; cache at most {max(watched)} of {limit}; {reads}")
         assert peak - before < 40, f"memory grew from {before:.0f} to {peak:.0f} MiB under a 0.1 MiB cache"
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)     # as Kubernetes stops a pod: a clean exit
         assert proc.wait(30) == 0
 
 

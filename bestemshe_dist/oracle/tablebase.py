@@ -435,13 +435,16 @@ class Tablebase:
             }
         return out
 
-    def stats(self, layers=None) -> dict:
+    def stats(self, layers=None, compute=None) -> dict:
         """Statistics of the whole tablebase (or of `layers`): totals, the longest
         win and loss over all layers with an example, and every layer's
-        layer_stats, largest k1 + k2 first."""
+        layer_stats, largest k1 + k2 first. `compute(layers)`, if given, returns
+        the layers' layer_stats in that order: `stats --workers/--scheduler` runs
+        layer_stats_task on Dask workers with it, one task a layer."""
         chosen = (self.layers() or set()) if layers is None else {tuple(l) for l in layers}
         held = sorted(chosen, key=lambda l: (-sum(l), l))
-        per_layer = [self.layer_stats(*layer) for layer in held]
+        per_layer = (compute(held) if compute is not None else [self.layer_stats(*layer) for layer in held])
+        self._layer_stats.update({(s["k1"], s["k2"]): s for s in per_layer})
         total = {"positions": sum(s["positions"] for s in per_layer)}
         for value in (WIN, DRAW, LOSS):
             total[value] = sum(s[value] for s in per_layer)
@@ -453,6 +456,11 @@ class Tablebase:
             longest[value] = None if best is None else {"distance": best[0], "example": best[1]}
         total["longest"] = longest
         return {"tablebase": self.url, "variant": self.variant.as_dict(), "total": total, "layers": per_layer}
+
+
+def layer_stats_task(url: str, storage_options: dict | None, layer: tuple) -> dict:
+    """One layer's statistics on a Dask worker: its own reader, its own pass."""
+    return Tablebase.open(url, storage_options).layer_stats(*layer)
 
 
 _VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}

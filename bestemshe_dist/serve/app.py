@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -355,7 +356,7 @@ def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int 
 
 def serve(tb: Tablebase, host: str = "127.0.0.1", port: int = 8000, *, timeout: float = REQUEST_SECONDS,
           print_line=print) -> None:
-    """Run the server until interrupted; port 0 takes a free port (the line printed says which)."""
+    """Run the server until Ctrl-C or SIGTERM; port 0 takes a free port (the line printed says which)."""
     async def main():
         runner = web.AppRunner(create_app(tb, timeout=timeout), access_log=None)
         await runner.setup()
@@ -367,7 +368,10 @@ def serve(tb: Tablebase, host: str = "127.0.0.1", port: int = 8000, *, timeout: 
                 raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
             bound = site._server.sockets[0].getsockname()[1]
             print_line(f"serving {tb.url} ({tb.variant.describe()}) on http://{host}:{bound}/  (Ctrl-C stops)")
-            await asyncio.Event().wait()
+            stop = asyncio.Event()
+            # SIGTERM (Kubernetes, compose, systemd) stops it as Ctrl-C does: cleanly, exit 0
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
         finally:
             await runner.cleanup()
 
