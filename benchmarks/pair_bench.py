@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import shutil
@@ -40,8 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_process(args) -> dict:
     """Child process: the pair solved whole in memory on one core."""
-    import numpy as np
-
     from bestemshe_dist.solve import kernels
     from bestemshe_dist.data.blocks import read_layer_codes
     from bestemshe_dist.dist.hostpair import fill_synthetic

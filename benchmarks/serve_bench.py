@@ -109,8 +109,9 @@ def figures(name: str, wall: float, latencies: list, positions: int) -> dict:
 
 
 def main() -> int:
-    from bestemshe_dist.oracle.tablebase import Tablebase
+    from bestemshe_dist.game import rules
     from bestemshe_dist.game.position import Position
+    from bestemshe_dist.oracle.tablebase import Tablebase
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url", nargs="?", default=str(DEFAULT_TABLEBASE))
@@ -136,7 +137,6 @@ def main() -> int:
     nprng = np.random.default_rng(args.seed)
     rows = np.empty((args.batch_size * args.batches, 2 + v.board), np.int64)
     board = np.empty(v.board, np.int64)
-    from bestemshe_dist.game import rules
     which = nprng.integers(len(layers), size=len(rows))
     for i, j in enumerate(which):
         k1, k2 = layers[j]
@@ -180,12 +180,10 @@ def main() -> int:
         requests = [post(host, "/api/positions", c.astype(np.uint8).tobytes(), "application/octet-stream")
                     for c in chunks]
         wall, lat, bodies = asyncio.run(load(host, port, requests, 2))
-        n = args.batch_size
         values = np.concatenate([np.frombuffer(b[:len(b) // 5], np.int8) for b in bodies])
         dtz = np.concatenate([np.frombuffer(b[len(b) // 5:], "<i4") for b in bodies])
         assert np.array_equal(values, truth_rows.value) and np.array_equal(dtz, truth_rows.dtz), "byte batches"
         results.append(figures("byte batches", wall, lat, len(rows)))
-        assert n == args.batch_size
         rss = peak_rss_mib(proc.pid)
     finally:
         proc.terminate()
