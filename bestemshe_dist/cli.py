@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     _verify_parser(sub)
     _status_parser(sub)
     _checksums_parser(sub)
+    _learn_parsers(sub)
     parser.commands = dict(sub.choices)
     return parser
 
@@ -511,8 +512,83 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
+def _learn_parsers(sub):
+    p = _tablebase_parser(sub, "sample", "labelled positions as Parquet shards (training data), made on Dask")
+    p.add_argument("--out", required=True, metavar="URL", help="folder or fsspec URL for the shards and the card")
+    p.add_argument("--out-storage-options", default=None, metavar="JSON",
+                   help="fsspec storage options for --out, as a JSON object (default: --storage-options)")
+    p.add_argument("--positions", type=_at_least_one, required=True, metavar="N", help="positions in all")
+    p.add_argument("--seed", type=_at_least_zero, default=0, help="the draw's seed (default 0)")
+    p.add_argument("--shard-positions", type=_at_least_one, default=1_000_000, metavar="K",
+                   help="positions a shard (default 1,000,000)")
+    p.add_argument("--min-captured", type=_at_least_zero, default=0, metavar="M",
+                   help="only layers with k1 + k2 >= M (default: every layer the tablebase holds)")
+    p.add_argument("--weights", choices=("uniform", "layer"), default="uniform",
+                   help="uniform over positions (default), or the same share for every layer")
+    p.add_argument("--with-no-move", action="store_true",
+                   help="keep positions whose mover has no stone (lost, no move to label)")
+    _cluster_args(p)
+
+    p = _tablebase_parser(sub, "match", "a policy against the perfect player from symmetric starts, on Dask")
+    p.add_argument("--policy", required=True, metavar="SPEC",
+                   help="random, greedy, minimax:D, oracle, or module:function (a batch of positions in, pits out)")
+    p.add_argument("--starts", type=_at_least_one, required=True, metavar="N",
+                   help="symmetric starts, each played twice with colours swapped")
+    p.add_argument("--plies", type=_at_least_one, default=400, help="a game's length limit, then a draw (400)")
+    p.add_argument("--seed", type=_at_least_zero, default=0, help="starts and random choices (default 0)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    _cluster_args(p)
+
+
+def _shown_command(argv) -> str:
+    """The command line for a card: storage options (credentials) and URL passwords left out."""
+    from .data.store import redact
+
+    out, hide = ["bestemshe-dist"], False
+    for word in argv:
+        out.append("<storage options>" if hide else redact(word))
+        hide = word in ("--storage-options", "--out-storage-options")
+    return " ".join(out)
+
+
+def _cmd_sample(args) -> int:
+    from .dist.cluster import connect
+    from .learn.sample import plan_sample, sample
+    from .oracle.tablebase import Tablebase
+
+    config, url, options = _config_and_output(args, args.url, "the tablebase URL")
+    out_options = options if args.out_storage_options is None else _storage_options(args.out_storage_options)
+    tb = Tablebase.open(url, options)
+    spec = plan_sample(tb, positions=args.positions, seed=args.seed, shard_positions=args.shard_positions,
+                       min_captured=args.min_captured, weights=args.weights, with_no_move=args.with_no_move)
+    _library_logs(args)
+    with connect(args.scheduler, args.workers, args.threads_per_worker, False, cluster=args.cluster,
+                 config=config, dashboard_address=None) as client:
+        sample(client, url, options, args.out, out_options, spec, command=_shown_command(sys.argv[1:]),
+               log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _cmd_match(args) -> int:
+    from .dist.cluster import connect
+    from .learn.match import format_match, load_policy, match
+    from .oracle.tablebase import Tablebase
+
+    config, url, options = _config_and_output(args, args.url, "the tablebase URL")
+    tb = Tablebase.open(url, options)
+    load_policy(args.policy)        # a bad policy is one sentence before a cluster starts
+    _library_logs(args)
+    with connect(args.scheduler, args.workers, args.threads_per_worker, False, cluster=args.cluster,
+                 config=config, dashboard_address=None) as client:
+        report = match(client, tb, url, options, args.policy, starts=args.starts, plies=args.plies,
+                       seed=args.seed)
+    print(json.dumps(report) if args.json else format_match(report))
+    return 0
+
+
 COMMANDS = {"solve": _cmd_solve, "plan": _cmd_plan, "status": _cmd_status, "probe": _cmd_probe,
-            "mainline": _cmd_mainline, "stats": _cmd_stats, "serve": _cmd_serve, "play": _cmd_play, "verify": _cmd_verify, "checksums": _cmd_checksums}
+            "mainline": _cmd_mainline, "stats": _cmd_stats, "serve": _cmd_serve, "play": _cmd_play,
+            "verify": _cmd_verify, "checksums": _cmd_checksums, "sample": _cmd_sample, "match": _cmd_match}
 
 
 class _Terminated(KeyboardInterrupt):

@@ -239,3 +239,25 @@ def flush_lock(pair: str, chunk: int) -> str:
 def small_round_mark(pair: str) -> str:
     """Which round a one-task round last started on this host (a retry empties it first)."""
     return f"{pair}-small-round"
+
+
+# -- labelled samples (learn/sample.py) --------------------------------------------------
+SAMPLE_CARD = "dataset.json"        # the card as data: settings, columns, counts
+SAMPLE_README = "README.md"         # the same card for people
+SHARD_GLOB = "train-*-of-*.parquet"
+_SHARD_FILE = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
+
+
+def shard_file(index: int, count: int) -> str:
+    """A training shard, numbered from 0 as the datasets people load are: `train-00003-of-00010.parquet`."""
+    return f"train-{index:05d}-of-{count:05d}.parquet"
+
+
+def parse_shard_file(name: str) -> tuple | None:
+    m = _SHARD_FILE.match(name)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
+
+
+def sample_key(kind: str, part: str) -> str:
+    """A sample's Dask task: `sample-label-8_12` (a pair's labels), `sample-shard-00003`."""
+    return f"sample-{kind}-{part}"

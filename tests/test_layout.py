@@ -1,7 +1,7 @@
 """The package's folders are its layers, and inner layers never import outer ones.
 
     base (errors, naming, moved) < game < solve < data < {dist, oracle, verify} < cli
-                                                            oracle < serve < cli
+                                                            oracle < {serve, learn} < cli
 
 game/ and solve/ import nothing from data/ or dist/; dist/, oracle/ and verify/
 do not import each other. The check reads every module's imports (at the top
@@ -19,7 +19,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "bestemshe_dist"
 ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "naming", "moved"}
 BASE = {"errors", "naming", "moved"}
-FOLDERS = ("game", "solve", "data", "dist", "oracle", "verify", "serve")
+FOLDERS = ("game", "solve", "data", "dist", "oracle", "verify", "serve", "learn")
 ALLOWED = {
     "base": set(),
     "game": {"base"},
@@ -29,7 +29,8 @@ ALLOWED = {
     "oracle": {"base", "game", "solve", "data"},
     "verify": {"base", "game", "solve", "data"},
     "serve": {"base", "game", "solve", "data", "oracle"},
-    "top": {"base", "game", "solve", "data", "dist", "oracle", "verify", "serve", "top"},
+    "learn": {"base", "game", "solve", "data", "oracle"},
+    "top": {"base", "game", "solve", "data", "dist", "oracle", "verify", "serve", "learn", "top"},
 }
 
 

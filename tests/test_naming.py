@@ -55,3 +55,13 @@ def test_names_that_are_no_layer_parse_as_none():
     for text in ("layer_8_12_win.bin.tmp", "layer_8_12_bits.bin", "xlayer_8_12_win.bin", "layer_8_win.bin"):
         assert naming.parse_layer_file(text) is None
     assert naming.parse_pair_key("pair-1") is None and naming.parse_task_key("verify-1-2-chunk-0-abc") is None
+
+
+@given(st.integers(1, 99_999).flatmap(lambda n: st.tuples(st.integers(0, n - 1), st.just(n))))
+def test_shard_files_round_trip(shard):
+    index, count = shard
+    name = naming.shard_file(index, count)
+    assert naming.parse_shard_file(name) == (index, count)
+    import fnmatch
+    assert fnmatch.fnmatch(name, naming.SHARD_GLOB)
+    assert naming.parse_shard_file(name + ".tmp") is None and naming.parse_shard_file("x" + name) is None

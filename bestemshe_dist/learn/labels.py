@@ -1,0 +1,104 @@
+"""Labels of many positions of one layer at once, straight from the codes: the
+value for the side to move and, for each pit, whether it is legal and the value
+the move leaves the mover. A task loads its pair's codes and their capture
+targets once (as the solver does) and labels its positions in one numba call;
+no probe goes through the block reader per position.
+
+Values are 1 (win), 0 (draw) and -1 (loss) for the side to move, as
+Tablebase.probe_many gives them; ILLEGAL marks an empty pit's move.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..game.geometry import capture_targets, pair_layers, partner
+from ..game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, unrank
+from ..game.variant import Variant
+from ..solve import kernels
+from ..solve.pair import dep_bundle
+
+ILLEGAL = -2
+# code -> value for the side to move: UNKNOWN (a draw once solved), WIN, LOSS
+_VALUE_OF_CODE = np.array([0, 1, -1, 0], np.int8)
+assert (kernels.UNKNOWN, kernels.WIN, kernels.LOSS) == (0, 1, 2)
+
+
+@njit(cache=True, nogil=True)
+def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start, binom, value_of_code,
+                boards, value, after):
+    """For each rank of layer (k1, .): its board, its value (own codes) and each
+    move's value for the mover: a win at once, else the child's value (in the
+    partner layer `other`, or after a capture in `deps` from dep_start) flipped;
+    ILLEGAL for an empty pit."""
+    board = np.empty(2 * pits, np.int64)
+    for i in range(ranks.shape[0]):
+        r = ranks[i]
+        unrank(r, stones, binom, board)
+        for j in range(2 * pits):
+            boards[i, j] = board[j]
+        value[i] = value_of_code[kernels.get_code(own, r)]
+        opponent = kernels.opponent_stones(board, pits)
+        for pit in range(pits):
+            outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
+            if outcome == MOVE_EMPTY:
+                after[i, pit] = ILLEGAL
+            elif outcome == MOVE_WIN:
+                after[i, pit] = 1
+            else:
+                child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
+                if captured == 0:
+                    code = kernels.get_code(other, child)
+                else:
+                    code = kernels.get_code(deps, dep_start[captured // 2 - 1] + child)
+                after[i, pit] = -value_of_code[code]
+
+
+def pair_codes(reader, variant: Variant, a: int, b: int) -> dict:
+    """layer -> (own, other, deps, dep_start) for the layers of pair (a, b): their
+    codes, each other's, and their capture targets end to end, each layer read
+    once from `reader` (a LayerReader: every block checked where there are
+    checksums)."""
+    layers = pair_layers(a, b)
+    needed = set(layers) | {t for layer in layers for t in capture_targets(variant, *layer)}
+    codes = {layer: reader.codes(*layer, variant.layer_size(*layer)) for layer in sorted(needed)}
+    return {layer: (codes[layer], codes[partner(layer)], *dep_bundle(variant, *layer, codes)) for layer in layers}
+
+
+def label_layer(variant: Variant, layer: tuple, bundle: tuple, ranks: np.ndarray) -> tuple:
+    """(boards (N, board) int8, value (N,) int8, after (N, pits) int8) of `ranks` in `layer`."""
+    k1, k2 = layer
+    n = ranks.shape[0]
+    boards = np.empty((n, variant.board), np.int8)
+    value = np.empty(n, np.int8)
+    after = np.empty((n, variant.pits), np.int8)
+    own, other, deps, dep_start = bundle
+    label_ranks(variant.pits, variant.win_kazan, k1, variant.board_stones(k1, k2),
+                np.ascontiguousarray(ranks, np.int64), own, other, deps, dep_start, variant.binom, _VALUE_OF_CODE,
+                boards, value, after)
+    return boards, value, after
+
+
+def draw_ranks(variant: Variant, layer: tuple, bundle: tuple, count: int, rng: np.random.Generator,
+               with_no_move: bool) -> tuple:
+    """`count` positions of `layer` drawn uniformly (among those with a move unless
+    `with_no_move`): (ranks, boards, value, after). A position with no move is
+    drawn again from the same generator, so the draw depends on the seed only."""
+    size = variant.layer_size(*layer)
+    ranks = rng.integers(0, size, count, dtype=np.int64)
+    boards, value, after = label_layer(variant, layer, bundle, ranks)
+    if not with_no_move:
+        while True:
+            stuck = np.flatnonzero((after == ILLEGAL).all(axis=1))
+            if stuck.shape[0] == 0:
+                break
+            ranks[stuck] = rng.integers(0, size, stuck.shape[0], dtype=np.int64)
+            boards[stuck], value[stuck], after[stuck] = label_layer(variant, layer, bundle, ranks[stuck])
+    return ranks, boards, value, after
+
+
+def positions_with_a_move(variant: Variant, layer: tuple) -> int:
+    """A layer's positions less those whose mover has no stone (every stone on the
+    other side: the compositions of the board's stones into `pits` pits)."""
+    stones = variant.board_stones(*layer)
+    return variant.layer_size(*layer) - int(variant.binom[stones + variant.pits - 1, variant.pits - 1])

@@ -1,0 +1,334 @@
+"""`bestemshe-dist sample`: labelled positions as Parquet shards, made on Dask.
+
+The plan is fixed by the settings before anything runs: shard i holds
+`shard_positions` positions (the last one the rest), split over the layers by a
+multinomial draw seeded with (seed, i): weights are the positions each layer
+has (uniform over positions; those with no move left out unless asked for) or
+equal (`layer`). One task a pair loads the pair's codes and its capture targets
+once and labels its positions of every shard in one numba call a layer (each
+layer's positions of shard i drawn with a generator seeded (seed, i, k1, k2));
+one task a shard takes the pairs' pieces in pair order, shuffles them with
+(seed, i) and writes the shard whole. So the shards depend on the settings and
+the tablebase only, never on how many workers ran them, and a shard already
+written is a finished one (writes are atomic): a rerun with the same settings
+writes only the missing shards; with other settings it stops with one sentence.
+
+The card: dataset.json (settings, source, command line, columns, per-shard and
+total counts) and README.md (the same for people), written at the start (so a
+rerun can check its settings) and again complete at the end.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import UsageError
+from ..game.geometry import pair_layers
+from ..game.variant import Variant
+from ..naming import SAMPLE_CARD, SAMPLE_README, SHARD_GLOB, layer_name, parse_shard_file, sample_key, shard_file
+from .labels import ILLEGAL, draw_ranks, pair_codes, positions_with_a_move
+
+FORMAT = "bestemshe-dist sample 1"
+WEIGHTS = ("uniform", "layer")
+DEFAULT_SHARD_POSITIONS = 1_000_000
+READ_CACHE_BYTES = 64 * 2**20     # a task reads whole layers once; blocks need not stay cached
+VALUES = {1: "win", 0: "draw", -1: "loss"}
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    """What a sample is; two runs with equal specs write the same shards."""
+
+    source: str                 # the tablebase, credentials removed
+    stones: int
+    pits: int
+    positions: int
+    seed: int
+    shard_positions: int
+    min_captured: int
+    weights: str
+    with_no_move: bool
+    layers: tuple               # ((k1, k2), ...) sorted
+    distances: bool             # some layer has a distance table: a dtz column
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.stones, self.pits)
+
+    @property
+    def shards(self) -> int:
+        return -(-self.positions // self.shard_positions)
+
+    def shard_size(self, shard: int) -> int:
+        return min(self.shard_positions, self.positions - shard * self.shard_positions)
+
+    def weights_of_layers(self) -> np.ndarray:
+        v = self.variant
+        if self.weights == "layer":
+            w = np.ones(len(self.layers))
+        elif self.with_no_move:
+            w = np.array([v.layer_size(*l) for l in self.layers], np.float64)
+        else:
+            w = np.array([positions_with_a_move(v, l) for l in self.layers], np.float64)
+        return w / w.sum()
+
+    def counts(self, shard: int) -> np.ndarray:
+        """Positions of each layer in `shard`."""
+        rng = np.random.default_rng([self.seed, shard])
+        return rng.multinomial(self.shard_size(shard), self.weights_of_layers())
+
+    def pairs(self) -> list:
+        return sorted({(min(l), max(l)) for l in self.layers})
+
+    def as_card(self) -> dict:
+        data = asdict(self)
+        data["layers"] = [layer_name(*l) for l in self.layers]
+        return data
+
+
+def columns(variant: Variant, distances: bool) -> dict:
+    """Column name -> what it holds (the card lists them)."""
+    out = {"k1": "kazan of the side to move (int8)", "k2": "kazan of the other side (int8)"}
+    for j in range(variant.board):
+        side = "the side to move's" if j < variant.pits else "the other side's"
+        out[f"p{j}"] = f"stones in {side} pit {j % variant.pits + 1} from its left (int8)"
+    out["value"] = "value for the side to move: 1 win, 0 draw, -1 loss (int8)"
+    if distances:
+        out["dtz"] = ("plies to the next capture or the end under best play (int16); null for a draw "
+                      "or a layer without a distance table")
+    for p in range(variant.pits):
+        out[f"legal_{p}"] = f"pit {p + 1} (index {p}) holds stones (bool)"
+        out[f"after_{p}"] = f"the value pit {p + 1}'s move leaves the mover: 1, 0, -1; null if illegal (int8)"
+        out[f"keeps_{p}"] = f"pit {p + 1}'s move is legal and keeps the position's value (bool)"
+    out["legal_mask"] = "bit p set: pit index p is legal (uint8)"
+    out["keeps_mask"] = "bit p set: pit index p keeps the value (uint8)"
+    return out
+
+
+# -- tasks --------------------------------------------------------------------------------
+def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shards: list) -> dict:
+    """shard -> this pair's labelled positions of that shard (arrays, layers in order)."""
+    from ..oracle.tablebase import Tablebase
+
+    start = time.perf_counter()
+    v = spec.variant
+    tb = Tablebase.open(url, options, cache_bytes=READ_CACHE_BYTES)
+    layers = [l for l in pair_layers(*pair) if l in spec.layers]
+    index = {l: spec.layers.index(l) for l in layers}
+    bundle = None
+    out = {}
+    labelled = 0
+    for shard in shards:
+        counts = spec.counts(shard)
+        parts = []
+        for layer in layers:
+            count = int(counts[index[layer]])
+            if count == 0:
+                continue
+            if bundle is None:      # loaded once, and only if a shard needs this pair
+                bundle = pair_codes(tb.reader, v, *pair)
+            rng = np.random.default_rng([spec.seed, shard, *layer])
+            ranks, boards, value, after = draw_ranks(v, layer, bundle[layer], count, rng, spec.with_no_move)
+            dtz = np.full(count, -1, np.int16)
+            width = tb.reader.dtz_width(*layer)
+            if width is not None:
+                decided = np.flatnonzero(value != 0)
+                order = decided[np.argsort(ranks[decided], kind="stable")]
+                dtz[order] = tb.reader.distances(*layer, width, v.layer_size(*layer), ranks[order])
+            kazans = np.broadcast_to(np.array(layer, np.int8), (count, 2))
+            parts.append((kazans, boards, value, dtz, after))
+            labelled += count
+        out[shard] = tuple(np.concatenate([p[i] for p in parts]) if parts else _empty(v, i) for i in range(5))
+    out["seconds"] = time.perf_counter() - start
+    out["labelled"] = labelled
+    return out
+
+
+def _empty(v: Variant, i: int) -> np.ndarray:
+    shapes = [(0, 2), (0, v.board), (0,), (0,), (0, v.pits)]
+    return np.zeros(shapes[i], np.int16 if i == 3 else np.int8)
+
+
+def shard_piece(result: dict, shard: int) -> tuple:
+    return result[shard]
+
+
+def write_shard_task(out_url: str, out_options: dict, spec: SampleSpec, shard: int, pieces: list) -> dict:
+    """Shuffle the pieces (pair order) with (seed, shard) and write the shard whole."""
+    from ..data.store import Store
+
+    kazans, boards, value, dtz, after = (np.concatenate([p[i] for p in pieces]) for i in range(5))
+    order = np.random.default_rng([spec.seed, shard, 0x5EED]).permutation(value.shape[0])
+    table = shard_table(spec, kazans[order], boards[order], value[order], dtz[order], after[order])
+    buffer = io.BytesIO()
+    _write_parquet(table, buffer)
+    name = shard_file(shard, spec.shards)
+    Store(out_url, out_options).write_bytes(name, buffer.getvalue())
+    return {"shard": shard, "name": name, "rows": int(value.shape[0]),
+            **{VALUES[x]: int((value == x).sum()) for x in (1, 0, -1)}}
+
+
+def shard_table(spec: SampleSpec, kazans, boards, value, dtz, after):
+    """The shard's Arrow table, columns in the card's order."""
+    import pyarrow as pa
+
+    v = spec.variant
+    data = {"k1": pa.array(kazans[:, 0], pa.int8()), "k2": pa.array(kazans[:, 1], pa.int8())}
+    for j in range(v.board):
+        data[f"p{j}"] = pa.array(boards[:, j], pa.int8())
+    data["value"] = pa.array(value, pa.int8())
+    if spec.distances:
+        data["dtz"] = pa.array(dtz, pa.int16(), mask=dtz < 0)
+    legal = after != ILLEGAL
+    keeps = legal & (after == value[:, None])
+    for p in range(v.pits):
+        data[f"legal_{p}"] = pa.array(legal[:, p], pa.bool_())
+        data[f"after_{p}"] = pa.array(after[:, p], pa.int8(), mask=~legal[:, p])
+        data[f"keeps_{p}"] = pa.array(keeps[:, p], pa.bool_())
+    bits = (1 << np.arange(v.pits)).astype(np.uint8)
+    data["legal_mask"] = pa.array((legal * bits).sum(axis=1).astype(np.uint8), pa.uint8())
+    data["keeps_mask"] = pa.array((keeps * bits).sum(axis=1).astype(np.uint8), pa.uint8())
+    return pa.table(data)
+
+
+def _write_parquet(table, sink) -> None:
+    import pyarrow.parquet as pq
+
+    # zstd, one row group per 256k rows; no timestamps go into the file, so the
+    # same rows give the same bytes
+    pq.write_table(table, sink, compression="zstd", row_group_size=262_144)
+
+
+def shard_counts(store, name: str) -> dict:
+    """A written shard's rows and value counts, read back from its value column."""
+    import pyarrow.parquet as pq
+
+    value = pq.read_table(io.BytesIO(store.read_bytes(name)), columns=["value"])["value"].to_numpy()
+    index, _ = parse_shard_file(name)
+    return {"shard": index, "name": name, "rows": int(value.shape[0]),
+            **{VALUES[x]: int((value == x).sum()) for x in (1, 0, -1)}}
+
+
+# -- the driver ----------------------------------------------------------------------------
+def plan_sample(tb, *, positions: int, seed: int, shard_positions: int, min_captured: int, weights: str,
+                with_no_move: bool) -> SampleSpec:
+    """The spec for a tablebase and the settings; bad settings are one sentence."""
+    if positions < 1:
+        raise UsageError(f"--positions must be at least 1, not {positions}.")
+    if shard_positions < 1:
+        raise UsageError(f"--shard-positions must be at least 1, not {shard_positions}.")
+    if weights not in WEIGHTS:
+        raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, not {weights!r}.")
+    if -(-positions // shard_positions) > 99_999:
+        raise UsageError(f"{positions:,} positions in shards of {shard_positions:,} make more than 99,999 shards; "
+                         "raise --shard-positions.")
+    held = tb.layers()
+    if held is None:
+        raise UsageError(f"{tb.url} cannot be listed and has no manifest: sample needs to know its layers.")
+    v = tb.variant
+    layers = tuple(sorted(l for l in held if sum(l) >= min_captured
+                          and (with_no_move or positions_with_a_move(v, l) > 0)))
+    if not layers:
+        raise UsageError(f"{tb.url} holds no layer with k1 + k2 >= {min_captured}.")
+    return SampleSpec(source=tb.url, stones=v.stones, pits=v.pits, positions=positions, seed=seed,
+                      shard_positions=shard_positions, min_captured=min_captured, weights=weights,
+                      with_no_move=with_no_move, layers=layers,
+                      distances=any(tb.has_distances(*l) for l in layers))
+
+
+def check_out(store, spec: SampleSpec) -> list:
+    """The shards already written at `store` for this spec (a rerun skips them);
+    a card of other settings there is one sentence."""
+    raw = store.read_optional(SAMPLE_CARD)
+    if raw is not None:
+        try:
+            old = json.loads(raw)["spec"]
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"{store.shown}/{SAMPLE_CARD} is no sample card; choose another --out.") from None
+        if old != json.loads(json.dumps(spec.as_card())):
+            changed = sorted(k for k in spec.as_card() if old.get(k) != json.loads(json.dumps(spec.as_card()))[k])
+            raise UsageError(f"{store.shown} holds a sample made with other settings ({', '.join(changed)}); "
+                             "rerun with those, or choose another --out.")
+    written = []
+    for name in store.list_names(SHARD_GLOB):
+        parsed = parse_shard_file(name)
+        if parsed and parsed[1] == spec.shards and parsed[0] < spec.shards:
+            written.append(parsed[0])
+    return sorted(written)
+
+
+def sample(client, url: str, options: dict, out_url: str, out_options: dict, spec: SampleSpec, *,
+           command: str, log=print) -> dict:
+    """Write the shards `out_url` lacks, then the card; returns the card."""
+    from distributed import as_completed
+
+    from ..data.store import Store
+
+    store = Store(out_url, out_options)
+    done = set(check_out(store, spec))
+    missing = [i for i in range(spec.shards) if i not in done]
+    card = {"format": FORMAT, "spec": spec.as_card(), "command": command, "complete": False}
+    store.write_bytes(SAMPLE_CARD, json.dumps(card, indent=1).encode())
+    log(f"sample: {spec.positions:,} positions of {len(spec.layers)} layers of {spec.source} in {spec.shards} "
+        f"shards; {len(done)} already written, {len(missing)} to write")
+    start = time.perf_counter()
+    results = []
+    labelled = task_seconds = 0.0
+    if missing:
+        tag = uuid.uuid4().hex[:8]      # this run's keys, apart from any other run on the scheduler
+        pairs = {pair: client.submit(label_pair_task, url, options, spec, pair, missing,
+                                     key=sample_key("label", f"{layer_name(*pair)}-{tag}")) for pair in spec.pairs()}
+        pieces = {(pair, shard): client.submit(shard_piece, fut, shard, key=sample_key(
+            "piece", f"{layer_name(*pair)}-{shard:05d}-{tag}")) for pair, fut in pairs.items() for shard in missing}
+        writes = [client.submit(write_shard_task, out_url, out_options, spec, shard,
+                                [pieces[(pair, shard)] for pair in spec.pairs()],
+                                key=sample_key("shard", f"{shard:05d}-{tag}")) for shard in missing]
+        for fut in as_completed(writes):
+            got = fut.result()
+            results.append(got)
+            log(f"  {got['name']}: {got['rows']:,} rows ({len(results)}/{len(missing)})")
+        for fut in pairs.values():
+            got = fut.result()
+            labelled += got["labelled"]
+            task_seconds += got["seconds"]
+    wall = time.perf_counter() - start
+    shards = sorted(results + [shard_counts(store, shard_file(i, spec.shards)) for i in sorted(done)],
+                    key=lambda s: s["shard"])
+    totals = {k: sum(s[k] for s in shards) for k in ("rows", "win", "draw", "loss")}
+    if totals["rows"] != spec.positions:
+        raise UsageError(f"the shards at {store.shown} hold {totals['rows']:,} rows, not {spec.positions:,}.")
+    card.update(complete=True, columns=columns(spec.variant, spec.distances), shards=shards, counts=totals,
+                run={"wall_seconds": round(wall, 3), "labelled": int(labelled),
+                     "label_task_seconds": round(task_seconds, 3)})
+    store.write_bytes(SAMPLE_CARD, json.dumps(card, indent=1).encode())
+    store.write_bytes(SAMPLE_README, card_text(card).encode())
+    if labelled:
+        log(f"sample: {int(labelled):,} positions labelled in {task_seconds:.2f} task-seconds "
+            f"({labelled / max(task_seconds, 1e-9):,.0f} positions per core-second, reads included); "
+            f"{wall:.1f} s wall")
+    log(f"sample: {totals['rows']:,} rows: win {totals['win']:,}, draw {totals['draw']:,}, "
+        f"loss {totals['loss']:,}; card: {store.shown}/{SAMPLE_README}")
+    return card
+
+
+def card_text(card: dict) -> str:
+    s = card["spec"]
+    lines = ["# Bestemshe positions labelled by the tablebase", "",
+             f"{s['positions']:,} positions of the {s['stones']}-stone, {s['pits']}-pit game from `{s['source']}` "
+             f"(the {len(s['layers'])} layers with k1 + k2 >= {s['min_captured']} it holds), drawn "
+             + ("uniformly over positions" if s["weights"] == "uniform" else "with equal weight per layer")
+             + (", positions with no move included" if s["with_no_move"] else ", positions with no move left out")
+             + f", seed {s['seed']}, in {len(card['shards'])} shards of at most {s['shard_positions']:,} rows.", "",
+             f"Made by: `{card['command']}`", "",
+             "| value | rows |", "|---|---|"]
+    lines += [f"| {k} | {card['counts'][k]:,} |" for k in ("win", "draw", "loss")]
+    lines += ["", "## Columns", ""] + [f"- `{name}`: {what}" for name, what in card["columns"].items()]
+    lines += ["", "## Shards", "", "| shard | rows | win | draw | loss |", "|---|---|---|---|---|"]
+    lines += [f"| {x['name']} | {x['rows']:,} | {x['win']:,} | {x['draw']:,} | {x['loss']:,} |"
+              for x in card["shards"]]
+    return "\n".join(lines) + "\n"
