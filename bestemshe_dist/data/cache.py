@@ -3,8 +3,8 @@ first thread loads it, the others wait for its result, or its error) and the
 least recently used are dropped past a byte budget.
 
 Users: the block reader (headers, checksums, decompressed blocks: the oracle and
-verify --sample), the solver's per-worker dependency layers and the verifier's
-per-worker layers.
+verify --sample), the solver's per-worker dependency layers, the verifier's
+and `sample`'s per-worker layers.
 """
 from __future__ import annotations
 

@@ -54,14 +54,14 @@ def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start,
                 after[i, pit] = -value_of_code[code]
 
 
-def pair_codes(reader, variant: Variant, a: int, b: int) -> dict:
+def pair_codes(load, variant: Variant, a: int, b: int) -> dict:
     """layer -> (own, other, deps, dep_start) for the layers of pair (a, b): their
-    codes, each other's, and their capture targets end to end, each layer read
-    once from `reader` (a LayerReader: every block checked where there are
-    checksums)."""
+    codes, each other's, and their capture targets end to end; `load(layer)`
+    gives a layer's codes (a LayerReader's codes(), every block checked where
+    there are checksums, or a cache in front of it)."""
     layers = pair_layers(a, b)
     needed = set(layers) | {t for layer in layers for t in capture_targets(variant, *layer)}
-    codes = {layer: reader.codes(*layer, variant.layer_size(*layer)) for layer in sorted(needed)}
+    codes = {layer: load(layer) for layer in sorted(needed)}
     return {layer: (codes[layer], codes[partner(layer)], *dep_bundle(variant, *layer, codes)) for layer in layers}
 
 

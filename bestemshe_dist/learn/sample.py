@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..data.cache import OnceCache, worker_memory_budget
 from ..errors import UsageError
 from ..game.geometry import pair_layers
 from ..game.variant import Variant
@@ -131,7 +132,7 @@ def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shar
             if count == 0:
                 continue
             if bundle is None:      # loaded once, and only if a shard needs this pair
-                bundle = pair_codes(tb.reader, v, *pair)
+                bundle = pair_codes(lambda l: _layer_codes(tb, url, l), v, *pair)
             rng = np.random.default_rng([spec.seed, shard, *layer])
             ranks, boards, value, after = draw_ranks(v, layer, bundle[layer], count, rng, spec.with_no_move)
             dtz = np.full(count, -1, np.int16)
@@ -147,6 +148,21 @@ def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shar
     out["seconds"] = time.perf_counter() - start
     out["labelled"] = labelled
     return out
+
+
+# A worker's layers, kept across its tasks: a layer is the capture target of many
+# pairs, and was read once a pair before (m24: 91 layers read as 300-odd).
+_CODES = OnceCache(worker_memory_budget, keep_newest=True)
+
+
+def _layer_codes(tb, url: str, layer: tuple) -> np.ndarray:
+    entry = ((tb.manifest or {}).get("layers") or {}).get(layer_name(*layer)) or {}
+    identity = (entry.get("sha256") or {}).get("win")     # a layer solved again is another key
+
+    def load():
+        codes = tb.reader.codes(*layer, tb.variant.layer_size(*layer))
+        return codes, codes.nbytes
+    return _CODES.get((url, layer, identity), load)
 
 
 def _empty(v: Variant, i: int) -> np.ndarray:
