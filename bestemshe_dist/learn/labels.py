@@ -16,6 +16,7 @@ from ..game.geometry import capture_targets, pair_layers, partner
 from ..game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, unrank
 from ..game.variant import Variant
 from ..solve import kernels
+from ..solve.prefetch import prefetch
 from ..solve.pair import dep_bundle
 
 ILLEGAL = -2
@@ -24,34 +25,64 @@ _VALUE_OF_CODE = np.array([0, 1, -1, 0], np.int8)
 assert (kernels.UNKNOWN, kernels.WIN, kernels.LOSS) == (0, 1, 2)
 
 
+GROUP = 32      # positions whose children are asked for before any is read (see label_ranks)
+_WIN_AT_ONCE = -1
+_EMPTY = -2
+
+
 @njit(cache=True, nogil=True)
 def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start, binom, value_of_code,
                 boards, value, after):
     """For each rank of layer (k1, .): its board, its value (own codes) and each
     move's value for the mover: a win at once, else the child's value (in the
     partner layer `other`, or after a capture in `deps` from dep_start) flipped;
-    ILLEGAL for an empty pit."""
+    ILLEGAL for an empty pit.
+
+    In groups of GROUP positions: first every child's index, each prefetched,
+    then the reads. Read one at a time, the children of a large layer's random
+    positions cost a cache miss each: 0.9 us a position over m24's layers,
+    against 0.25 us with the reads in flight (benchmarks in the closing note of
+    issue 17)."""
     board = np.empty(2 * pits, np.int64)
-    for i in range(ranks.shape[0]):
-        r = ranks[i]
-        unrank(r, stones, binom, board)
-        for j in range(2 * pits):
-            boards[i, j] = board[j]
-        value[i] = value_of_code[kernels.get_code(own, r)]
-        opponent = kernels.opponent_stones(board, pits)
-        for pit in range(pits):
-            outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
-            if outcome == MOVE_EMPTY:
-                after[i, pit] = ILLEGAL
-            elif outcome == MOVE_WIN:
-                after[i, pit] = 1
-            else:
-                child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, last)
-                if captured == 0:
-                    code = kernels.get_code(other, child)
+    kids = np.empty((GROUP, pits), np.int64)      # child index, or _WIN_AT_ONCE / _EMPTY
+    in_deps = np.zeros((GROUP, pits), np.bool_)
+    for first in range(0, ranks.shape[0], GROUP):
+        last = min(first + GROUP, ranks.shape[0])
+        for i in range(first, last):
+            r = ranks[i]
+            unrank(r, stones, binom, board)
+            for j in range(2 * pits):
+                boards[i, j] = board[j]
+            prefetch(own, r >> 5)
+            opponent = kernels.opponent_stones(board, pits)
+            for pit in range(pits):
+                outcome, captured, laps, rest, keep, lands = landing(board, opponent, pit, pits, k1, win_kazan)
+                if outcome == MOVE_EMPTY:
+                    kids[i - first, pit] = _EMPTY
+                elif outcome == MOVE_WIN:
+                    kids[i - first, pit] = _WIN_AT_ONCE
                 else:
-                    code = kernels.get_code(deps, dep_start[captured // 2 - 1] + child)
-                after[i, pit] = -value_of_code[code]
+                    child = child_rank(board, pit, pits, binom, captured, laps, rest, keep, lands)
+                    if captured == 0:
+                        in_deps[i - first, pit] = False
+                        prefetch(other, child >> 5)
+                    else:
+                        child += dep_start[captured // 2 - 1]
+                        in_deps[i - first, pit] = True
+                        prefetch(deps, child >> 5)
+                    kids[i - first, pit] = child
+        for i in range(first, last):
+            value[i] = value_of_code[kernels.get_code(own, ranks[i])]
+            for pit in range(pits):
+                child = kids[i - first, pit]
+                if child == _EMPTY:
+                    after[i, pit] = ILLEGAL
+                elif child == _WIN_AT_ONCE:
+                    after[i, pit] = 1
+                elif in_deps[i - first, pit]:
+                    after[i, pit] = -value_of_code[kernels.get_code(deps, child)]
+                else:
+                    after[i, pit] = -value_of_code[kernels.get_code(other, child)]
 
 
 def pair_codes(load, variant: Variant, a: int, b: int) -> dict:
