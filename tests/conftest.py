@@ -12,6 +12,21 @@ FIXTURE_M40 = ROOT / "tests" / "fixtures" / "published-m40"
 assert len(list(FIXTURE_M40.glob("layer_*.bin"))) == 30, f"{FIXTURE_M40} must hold the 30 fixture files"
 
 
+# Debian's Chromium, as the browser tests start it (root, no network): without the
+# background-networking flags it keeps trying to reach hosts this machine cannot.
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str:
+    import shutil
+
+    path = shutil.which("chromium") or CHROMIUM
+    assert Path(path).exists(), "Debian's chromium is missing: scripts/test.sh installs it (as root)"
+    return path
+
+
 def run_cli(*args, timeout=600, env=None):
     """Run `bestemshe-dist ARGS` as a user would; returns CompletedProcess (text)."""
     return subprocess.run(

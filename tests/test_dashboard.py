@@ -13,16 +13,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import BROWSER_ARGS, ROOT, chromium_path
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACT = ROOT / "tests" / "artifacts" / "dashboard-mid-solve.png"
 LEAD_COPY = Path("/tmp/bestemshe-dashboard-mid-solve.png")
 # 28 layers, 8 million positions; chunks small enough that the large pairs run
 # rounds for a while (about 20-40 s on two busy cores).
 SOLVE = ["solve", "--stones", 50, "--min-captured", 36, "--chunk-size", 200_000, "--workers", 2]
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def _free_port():
@@ -62,8 +59,7 @@ def _wait_mid_solve(base, proc, timeout=90):
 def test_dashboard_page_during_a_solve(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: scripts/test.sh installs it (as root)"
-
+    chromium = chromium_path()       # before the solve starts: a missing browser is the first thing said
     out = tmp_path / "tb"
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -89,7 +85,7 @@ def test_dashboard_page_during_a_solve(tmp_path):
         assert 'href="bestemshe"' in _get(f"{base}/status")  # the navbar link
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=BROWSER_ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1500, "height": 1000})
                 page.goto(f"{base}/bestemshe", wait_until="domcontentloaded", timeout=30_000)

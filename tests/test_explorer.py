@@ -4,31 +4,25 @@ oracle's; a click plays a move and the address follows; undo and the browser's
 back button return; a game against the perfect player runs to its end; a shared
 link opens its position; the editor and the start picker (an endgame-only
 tablebase offers only its own layers). A screenshot is saved as an artifact."""
-import shutil
-from pathlib import Path
 
 import pytest
 
 from bestemshe_dist import Tablebase
 from bestemshe_dist.game.position import Position
-from conftest import FIXTURE_M40, ROOT
+from conftest import BROWSER_ARGS, FIXTURE_M40, ROOT, chromium_path
 from oracle_support import random_positions
 from serve_support import call, running
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACT = ROOT / "tests" / "artifacts" / "explorer.png"
 GAME_ARTIFACT = ROOT / "tests" / "artifacts" / "explorer-game-won.png"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: scripts/test.sh installs it (as root)"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        b = p.chromium.launch(executable_path=chromium_path(), args=BROWSER_ARGS)
         yield b
         b.close()
 
