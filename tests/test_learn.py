@@ -182,3 +182,22 @@ def test_match_command_on_dask_prints_the_report(tb123):
         k: v for k, v in json.loads(json.dumps(here)).items() if k != "wall_seconds"}
     text = run_cli("match", folder, "--policy", "random", "--starts", 10, "--workers", 1)
     assert text.returncode == 0 and "value-preserving moves" in text.stdout and "games below theory" in text.stdout
+
+
+def test_waves_of_shards_write_the_same_bytes(client, tb123, tmp_path, monkeypatch):
+    """A sample larger than a wave is labelled a few shards at a time (bounded
+    memory): the shards are the same bytes as in one wave."""
+    from bestemshe_dist.learn import sample as sampling
+
+    folder, _ = tb123
+    tb = Tablebase.open(str(folder))
+    spec = plan_sample(tb, positions=10_000, seed=8, shard_positions=3_000, min_captured=0, weights="uniform",
+                       with_no_move=False)
+    lines = []
+    sample(client, str(folder), {}, str(tmp_path / "one"), {}, spec, command="test", log=lines.append)
+    monkeypatch.setattr(sampling, "WAVE_POSITIONS", 3_000)      # one shard a wave
+    sample(client, str(folder), {}, str(tmp_path / "waves"), {}, spec, command="test", log=lines.append)
+    names = sorted(p.name for p in (tmp_path / "one").glob("train-*"))
+    assert len(names) == 4
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "waves" / name).read_bytes()

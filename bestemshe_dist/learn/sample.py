@@ -8,7 +8,8 @@ equal (`layer`). One task a pair loads the pair's codes and its capture targets
 once and labels its positions of every shard in one numba call a layer (each
 layer's positions of shard i drawn with a generator seeded (seed, i, k1, k2));
 one task a shard takes the pairs' pieces in pair order, shuffles them with
-(seed, i) and writes the shard whole. So the shards depend on the settings and
+(seed, i) and writes the shard whole. Shards go in waves of WAVE_POSITIONS, so
+the labels in flight stay bounded whatever --positions is. So the shards depend on the settings and
 the tablebase only, never on how many workers ran them, and a shard already
 written is a finished one (writes are atomic): a rerun with the same settings
 writes only the missing shards; with other settings it stops with one sentence.
@@ -38,6 +39,9 @@ FORMAT = "bestemshe-dist sample 1"
 WEIGHTS = ("uniform", "layer")
 DEFAULT_SHARD_POSITIONS = 1_000_000
 READ_CACHE_BYTES = 64 * 2**20     # a task reads whole layers once; blocks need not stay cached
+# Shards labelled at once: their labels (about 35 bytes a position) sit in the
+# workers' memory until written, so a sample of any size holds at most this many.
+WAVE_POSITIONS = 20_000_000
 VALUES = {1: "win", 0: "draw", -1: "loss"}
 
 
@@ -295,15 +299,18 @@ def sample(client, url: str, options: dict, out_url: str, out_options: dict, spe
     start = time.perf_counter()
     results = []
     labelled = task_seconds = 0.0
-    if missing:
-        tag = uuid.uuid4().hex[:8]      # this run's keys, apart from any other run on the scheduler
-        pairs = {pair: client.submit(label_pair_task, url, options, spec, pair, missing,
-                                     key=sample_key("label", f"{layer_name(*pair)}-{tag}")) for pair in spec.pairs()}
+    tag = uuid.uuid4().hex[:8]      # this run's keys, apart from any other run on the scheduler
+    per_wave = max(1, WAVE_POSITIONS // spec.shard_positions)
+    for first in range(0, len(missing), per_wave):
+        wave = missing[first:first + per_wave]
+        pairs = {pair: client.submit(label_pair_task, url, options, spec, pair, wave,
+                                     key=sample_key("label", f"{layer_name(*pair)}-{wave[0]:05d}-{tag}"))
+                 for pair in spec.pairs()}
         pieces = {(pair, shard): client.submit(shard_piece, fut, shard, key=sample_key(
-            "piece", f"{layer_name(*pair)}-{shard:05d}-{tag}")) for pair, fut in pairs.items() for shard in missing}
+            "piece", f"{layer_name(*pair)}-{shard:05d}-{tag}")) for pair, fut in pairs.items() for shard in wave}
         writes = [client.submit(write_shard_task, out_url, out_options, spec, shard,
                                 [pieces[(pair, shard)] for pair in spec.pairs()],
-                                key=sample_key("shard", f"{shard:05d}-{tag}")) for shard in missing]
+                                key=sample_key("shard", f"{shard:05d}-{tag}")) for shard in wave]
         for fut in as_completed(writes):
             got = fut.result()
             results.append(got)
@@ -312,6 +319,7 @@ def sample(client, url: str, options: dict, out_url: str, out_options: dict, spe
             got = fut.result()
             labelled += got["labelled"]
             task_seconds += got["seconds"]
+        del pairs, pieces, writes       # the wave's labels leave the workers' memory
     wall = time.perf_counter() - start
     shards = sorted(results + [shard_counts(store, shard_file(i, spec.shards)) for i in sorted(done)],
                     key=lambda s: s["shard"])
