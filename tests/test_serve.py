@@ -340,3 +340,20 @@ def test_probe_and_byte_batches_equal_the_oracle(tb123):
         for row in ([True, False, *positions[0].pits], [2.0, 0, *positions[0].pits]):
             status, body = call(f"{base}/api/positions", {"positions": [row]})
             assert status == 400 and body["error"].startswith("position"), body
+
+
+_number = st.one_of(st.integers(-3, 60), st.integers(-2**70, 2**70), st.booleans(), st.floats(allow_nan=False),
+                    st.text(max_size=3), st.none())
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.lists(_number, min_size=10, max_size=14), st.text(max_size=30), _number), max_size=5))
+def test_no_batch_body_gets_a_500(positions):
+    """Batches of anything (rows of odd lengths, booleans, floats, huge numbers,
+    strings): a 200 with an answer a position, or a 400/404 sentence."""
+    with running(Tablebase.open(str(FIXTURE_M40))) as base:
+        status, body = call(f"{base}/api/positions", {"positions": positions})
+        assert status in (200, 400, 404), (positions, body)
+        assert (status == 200) == ("count" in body) and (status == 200 or "error" in body)
+        if status == 200:
+            assert body["count"] == len(positions)

@@ -26,6 +26,7 @@ request never stops the others.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import signal
@@ -115,7 +116,7 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
     if raw and b"true" not in raw and b"false" not in raw:
         try:
             quick = np.array(given)
-        except (ValueError, TypeError):     # ragged, or mixed kinds: the careful path says what
+        except (ValueError, TypeError, OverflowError):     # ragged, mixed kinds: the careful path says what
             quick = None
         if quick is not None and quick.dtype.kind == "i" and quick.shape == (len(given), width):
             rows = quick.astype(np.int64, copy=False)
@@ -123,12 +124,24 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
         if all(isinstance(p, list) and len(p) == width and all(type(x) is int for x in p) for p in given):
             rows = np.array(given, np.int64).reshape(-1, width)
         else:
-            rows = np.array([[p.k1, p.k2, *p.pits] for p in map(tb.position, given)], np.int64).reshape(-1, width)
+            rows = np.array([_row(tb, i, p) for i, p in enumerate(given)], np.int64).reshape(-1, width)
     _require_rows(tb, rows)
     got = tb.probe_many(rows)
     names = np.array(["loss", "draw", "win"])
     return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
             "dtz": [None if d < 0 else d for d in got.dtz.tolist()]}
+
+
+def _row(tb: Tablebase, i: int, given) -> list:
+    """One position of a JSON batch as k1 k2 p0 ..; anything else names its row."""
+    if not isinstance(given, (str, list)):
+        raise UsageError(f"positions: row {i}: a position is a string or a list of numbers, "
+                         f"not {json.dumps(given)}.")
+    try:
+        pos = tb.position(given)
+    except UsageError as exc:
+        raise UsageError(f"positions: row {i}: {str(exc).removeprefix('position: ')}") from None
+    return [pos.k1, pos.k2, *pos.pits]
 
 
 def batch_bytes(tb: Tablebase, body: bytes) -> bytes:
