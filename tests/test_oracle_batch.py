@@ -73,6 +73,16 @@ def test_probe_many_names_the_first_bad_row_before_reading(rows, needle):
     assert tb.requests <= 1    # the manifest at most: no block
 
 
+@pytest.mark.parametrize("rows, needle", [
+    (["0 0 5 5 5 5 5 5 5 5 5 5", None], "positions: row 1: give it as text or a list of numbers"),
+    ([7], "positions: row 0: give it as text or a list of numbers .* not int"),
+    (["20 20 1 1 1 1 1 1 1 1 1 1", [0, 0, 5]], "positions: row 1: expected 12 numbers"),
+])
+def test_probe_many_of_a_list_names_the_bad_row(rows, needle):
+    with pytest.raises(UsageError, match=needle):
+        Tablebase.open(str(FIXTURE_M40)).probe_many(rows)
+
+
 def _phases(line):
     """Plies from the start to the first capture or the end of the game (a move that
     wins at once, or a mover left without a move)."""

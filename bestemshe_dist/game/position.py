@@ -88,6 +88,9 @@ class Position:
             return values
         if isinstance(values, str):
             values = [values]
+        elif not isinstance(values, (list, tuple, np.ndarray)):
+            raise UsageError(f"position: give it as text or a list of numbers ({_shape(variant)}), "
+                             f"not {type(values).__name__}.")
         # Text splits at spaces and commas, so "0 0 5 ..." works as one argument or many.
         values = [piece for value in values
                   for piece in (value.replace(",", " ").split() if isinstance(value, str) else [value])]

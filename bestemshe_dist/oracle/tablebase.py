@@ -248,8 +248,7 @@ class Tablebase:
         array; a row that is no position of this game is a UsageError naming it."""
         width = 2 + self.variant.board
         if not isinstance(positions, np.ndarray):
-            positions = [self.position(p) for p in positions]
-            return np.array([(p.k1, p.k2, *p.pits) for p in positions], np.int64).reshape(-1, width)
+            return np.array([self._row(i, p) for i, p in enumerate(positions)], np.int64).reshape(-1, width)
         if positions.ndim != 2 or positions.shape[1] != width or not np.issubdtype(positions.dtype, np.integer):
             raise UsageError(f"positions: expected an integer array of shape (N, {width}) (k1 k2 "
                              f"p0..p{self.variant.board - 1} a row), got {positions.dtype} {positions.shape}.")
@@ -259,11 +258,16 @@ class Tablebase:
                | (rows[:, 2:].sum(axis=1) != self.variant.stones - kazans.sum(axis=1)))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            try:   # Position says what is wrong with it, in one sentence
-                self.position([int(x) for x in rows[row]])
-            except UsageError as exc:
-                raise UsageError(f"positions: row {row}: {str(exc).removeprefix('position: ')}") from None
+            self._row(row, [int(x) for x in rows[row]])     # Position says what is wrong with it
         return rows
+
+    def _row(self, i: int, given) -> tuple:
+        """Position `given` as (k1, k2, p0, ..); what is wrong with it names row i."""
+        try:
+            p = self.position(given)
+        except UsageError as exc:
+            raise UsageError(f"positions: row {i}: {str(exc).removeprefix('position: ')}") from None
+        return (p.k1, p.k2, *p.pits)
 
     def mainline(self, position, max_plies: int | None = None) -> Mainline:
         """Perfect play from `position` (best_move at every ply) to the end of the

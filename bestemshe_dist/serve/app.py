@@ -26,7 +26,6 @@ request never stops the others.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import signal
@@ -105,7 +104,7 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
     """POST /api/positions' body: {"positions": [...]} (each a string or a list of
     numbers) answered in one pass. Lists of whole numbers go to numpy in one call
     (`raw`, the request's bytes, says no JSON true/false hides among them, which
-    numpy would read as 1 and 0); anything else is checked position by position."""
+    numpy would read as 1 and 0); anything else goes through Tablebase.rows."""
     if not isinstance(body, dict) or not isinstance(body.get("positions"), list):
         raise UsageError('send JSON {"positions": [...]}, each position a string or a list of numbers.')
     given = body["positions"]
@@ -121,27 +120,12 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
         if quick is not None and quick.dtype.kind == "i" and quick.shape == (len(given), width):
             rows = quick.astype(np.int64, copy=False)
     if rows is None:
-        if all(isinstance(p, list) and len(p) == width and all(type(x) is int for x in p) for p in given):
-            rows = np.array(given, np.int64).reshape(-1, width)
-        else:
-            rows = np.array([_row(tb, i, p) for i, p in enumerate(given)], np.int64).reshape(-1, width)
+        rows = tb.rows(given)       # position by position, a bad one named by its row
     _require_rows(tb, rows)
     got = tb.probe_many(rows)
     names = np.array(["loss", "draw", "win"])
     return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
             "dtz": [None if d < 0 else d for d in got.dtz.tolist()]}
-
-
-def _row(tb: Tablebase, i: int, given) -> list:
-    """One position of a JSON batch as k1 k2 p0 ..; anything else names its row."""
-    if not isinstance(given, (str, list)):
-        raise UsageError(f"positions: row {i}: a position is a string or a list of numbers, "
-                         f"not {json.dumps(given)}.")
-    try:
-        pos = tb.position(given)
-    except UsageError as exc:
-        raise UsageError(f"positions: row {i}: {str(exc).removeprefix('position: ')}") from None
-    return [pos.k1, pos.k2, *pos.pits]
 
 
 def batch_bytes(tb: Tablebase, body: bytes) -> bytes:
