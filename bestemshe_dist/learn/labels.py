@@ -16,8 +16,8 @@ from ..game.geometry import capture_targets, pair_layers, partner
 from ..game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, unrank
 from ..game.variant import Variant
 from ..solve import kernels
-from ..solve.prefetch import prefetch
 from ..solve.pair import dep_bundle
+from ..solve.prefetch import prefetch
 
 ILLEGAL = -2
 # code -> value for the side to move: UNKNOWN (a draw once solved), WIN, LOSS

@@ -30,13 +30,13 @@ import time
 import numpy as np
 
 from ..errors import BestemsheError, UsageError
-from ..game.rules import MOVE_EMPTY, MOVE_WIN, sow_and_capture, unrank
+from ..game import rules
 from ..game.position import Position
+from ..game.rules import MOVE_ON, MOVE_WIN, unrank
 from ..game.variant import Variant
 from ..naming import layer_name
+from ..oracle.tablebase import FLIP, NUMBER_OF, Tablebase
 
-ORDER = {"loss": 0, "draw": 1, "win": 2}
-FLIP = {"win": "loss", "loss": "win", "draw": "draw"}
 DEFAULT_PLIES = 400
 CHUNK_STARTS = 25
 WIN_SCORE = 10_000
@@ -58,19 +58,18 @@ def random_policy(rows, rng, variant, tb):
 
 
 def _moves(variant: Variant, row) -> list:
-    """(pit, outcome, captured, child row or None) of each legal move of `row`."""
-    board = np.asarray(row[2:], np.int64)
-    after = np.empty_like(board)
+    """(pit, outcome, captured, child row or None) of each legal move of `row`
+    (rules.play's move, the child as a row from the opponent's side)."""
     out = []
     for pit in range(variant.pits):
-        outcome, captured = sow_and_capture(board, pit, variant.pits, int(row[0]), variant.win_kazan, after)
-        if outcome == MOVE_EMPTY:
+        moved = rules.play(variant, int(row[0]), int(row[1]), row[2:], pit)
+        if moved is None:
             continue
-        child = None
-        if outcome != MOVE_WIN:
-            rotated = np.concatenate([after[variant.pits:], after[:variant.pits]])
-            child = np.concatenate([[row[1], row[0] + captured], rotated])
-        out.append((pit, outcome, int(captured), child))
+        if moved[0] == "win":
+            out.append((pit, MOVE_WIN, moved[1], None))
+        else:
+            (k1, k2, board), captured = moved[1], moved[2]
+            out.append((pit, MOVE_ON, captured, np.concatenate([[k1, k2], board])))
     return out
 
 
@@ -244,7 +243,7 @@ def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int)
                 move = next(m for m in analysis.moves if m.pit == pit)
                 g["moves"] += 1
                 g["kept"] += move.value == analysis.probe.value
-                g["lost"] += ORDER[move.value] < ORDER[analysis.probe.value]
+                g["lost"] += NUMBER_OF[move.value] < NUMBER_OF[analysis.probe.value]
                 _advance(g, move, policy_won=True)
         for g in [g for g in live if g["result"] is None and not g["policy_to_move"]]:
             choice = tb.best_move(g["pos"])
@@ -268,8 +267,6 @@ def _advance(game: dict, move, policy_won: bool) -> None:
 
 def play_chunk_task(url: str, options: dict, policy_spec: str, starts: list, seed: int, chunk: int,
                     plies: int) -> list:
-    from ..oracle.tablebase import Tablebase
-
     tb = Tablebase.open(url, options)
     return play_chunk(tb, policy_spec, [tb.position(s) for s in starts], seed, chunk, plies)
 
@@ -304,7 +301,7 @@ def score(games: list, policy_spec: str, **settings) -> dict:
         moves = sum(g["moves"] for g in group)
         kept = sum(g["kept"] for g in group)
         eligible = [g for g in group if g["theory"] in ("win", "draw")]
-        below = [g for g in eligible if ORDER[g["result"]] < ORDER[g["theory"]]]
+        below = [g for g in eligible if NUMBER_OF[g["result"]] < NUMBER_OF[g["theory"]]]
         return {"games": len(group), "policy_moves": moves, "kept": kept,
                 "kept_rate": None if moves == 0 else kept / moves, "value_losing": sum(g["lost"] for g in group),
                 "games_won_or_drawn_at_start": len(eligible), "games_below_theory": len(below),

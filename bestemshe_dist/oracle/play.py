@@ -18,9 +18,7 @@ import numpy as np
 
 from ..game import rules
 from ..game.position import Position
-from .tablebase import DRAW, LOSS, UNVERIFIED, WIN, Tablebase, plies
-
-_ORDER = {LOSS: 0, DRAW: 1, WIN: 2}
+from .tablebase import DRAW, LOSS, NUMBER_OF, UNVERIFIED, WIN, Tablebase, plies
 
 
 class Game:
@@ -107,7 +105,7 @@ def _verdict(before, move) -> str:
             return f"the position was already lost, and this loses faster ({plies(move.dtz)} instead of {before.dtz})"
         return "the position was already lost"
     what = {WIN: "win", DRAW: "draw", LOSS: "loss"}
-    size = "a blunder" if _ORDER[before.value] - _ORDER[move.value] == 2 else "a mistake"
+    size = "a blunder" if NUMBER_OF[before.value] - NUMBER_OF[move.value] == 2 else "a mistake"
     return f"{size}: your {what[before.value]} is now a {what[move.value]}"
 
 

@@ -38,7 +38,9 @@ from ..naming import WIN_FILE_GLOB, layer_file, layer_name, parse_layer_file, pa
 
 WIN, DRAW, LOSS = "win", "draw", "loss"
 REPETITION, LIMIT = "repetition", "limit"     # how a mainline that is no game end stops
-_FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}
+FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}     # a value seen from the other side
+VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}        # probe_many's numbers (and sample's, match's)
+NUMBER_OF = {WIN: 1, DRAW: 0, LOSS: -1}       # and back: larger is better for the side to move
 
 DEFAULT_CACHE_BYTES = 256 * 2**20   # 64 decompressed blocks
 PUBLISHED = Variant(50, 5)          # what a folder without manifest.json holds
@@ -66,7 +68,7 @@ class Probes:
         return int(self.value.shape[0])
 
     def __getitem__(self, i) -> Probe:
-        value = _VALUE_OF[int(self.value[i])]
+        value = VALUE_OF[int(self.value[i])]
         return Probe(value, None if self.dtz[i] < 0 else int(self.dtz[i]))
 
 
@@ -287,7 +289,7 @@ class Tablebase:
                 plies.append(Ply(found.position, move, None))
                 return Mainline(first, start, plies, _end_for_start(len(plies) - 1, WIN))
             # the child's own value, as moves() probed it
-            plies.append(Ply(found.position, move, Probe(_FLIP[move.value], move.child_dtz)))
+            plies.append(Ply(found.position, move, Probe(FLIP[move.value], move.child_dtz)))
             pos, found = move.child, None
             if pos in seen:
                 return Mainline(first, start, plies, REPETITION)
@@ -308,7 +310,7 @@ class Tablebase:
             _, (c1, c2, child_board), captured = played
             child = Position(c1, c2, tuple(int(x) for x in child_board), self.variant)
             seen = self.probe(child)
-            value = _FLIP[seen.value]
+            value = FLIP[seen.value]
             if value == DRAW or not timed:
                 dtz = None
             elif captured:
@@ -467,21 +469,15 @@ def layer_stats_task(url: str, storage_options: dict | None, layer: tuple) -> di
     return Tablebase.open(url, storage_options).layer_stats(*layer)
 
 
-_VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}
-
-
 def _end_for_start(ply: int, result: str) -> str:
     """A game end `result` for the side to move at ply `ply`, seen from the start's mover."""
-    return result if ply % 2 == 0 else _FLIP[result]
-
-
-_RANK = {WIN: 0, DRAW: 1, LOSS: 2}
+    return result if ply % 2 == 0 else FLIP[result]
 
 
 def _value_of(moves: list) -> str:
     """The value the moves give the mover: a win if any wins, else a draw if any
     draws, else a loss (also with no move)."""
-    return min((m.value for m in moves), key=_RANK.__getitem__, default=LOSS)
+    return max((m.value for m in moves), key=NUMBER_OF.__getitem__, default=LOSS)
 
 
 def _distance_of(value: str, moves: list) -> int | None:

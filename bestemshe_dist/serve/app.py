@@ -39,7 +39,7 @@ from aiohttp import web
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.position import Position
 from ..naming import layer_name, parse_layer_name
-from ..oracle.tablebase import Tablebase, mainline_report
+from ..oracle.tablebase import VALUE_OF, Tablebase, mainline_report
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
         rows = tb.rows(given)       # position by position, a bad one named by its row
     _require_rows(tb, rows)
     got = tb.probe_many(rows)
-    names = np.array(["loss", "draw", "win"])
+    names = np.array([VALUE_OF[x] for x in (-1, 0, 1)])
     return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
             "dtz": [None if d < 0 else d for d in got.dtz.tolist()]}
 
