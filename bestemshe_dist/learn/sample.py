@@ -25,6 +25,7 @@ import json
 import time
 import uuid
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from ..errors import UsageError
 from ..game.geometry import pair_layers
 from ..game.variant import Variant
 from ..naming import SAMPLE_CARD, SAMPLE_README, SHARD_GLOB, layer_name, parse_shard_file, sample_key, shard_file
+from ..oracle.tablebase import VALUE_OF, Tablebase
 from .labels import ILLEGAL, draw_ranks, pair_codes, positions_with_a_move
 
 FORMAT = "bestemshe-dist sample 1"
@@ -42,7 +44,6 @@ READ_CACHE_BYTES = 64 * 2**20     # a task reads whole layers once; blocks need 
 # Shards labelled at once: their labels (about 35 bytes a position) sit in the
 # workers' memory until written, so a sample of any size holds at most this many.
 WAVE_POSITIONS = 20_000_000
-VALUES = {1: "win", 0: "draw", -1: "loss"}
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,32 @@ def columns(variant: Variant, distances: bool) -> dict:
     return out
 
 
+class Labels(NamedTuple):
+    """Labelled positions, a row each: what a pair task makes and a shard is built of."""
+
+    kazans: np.ndarray      # (N, 2) int8
+    boards: np.ndarray      # (N, board) int8
+    value: np.ndarray       # (N,) int8: 1, 0, -1 for the side to move
+    dtz: np.ndarray         # (N,) int16, -1: none
+    after: np.ndarray       # (N, pits) int8: the move's value for the mover, ILLEGAL for an empty pit
+
+    @classmethod
+    def join(cls, parts: list, v: Variant) -> "Labels":
+        if not parts:
+            return cls(np.zeros((0, 2), np.int8), np.zeros((0, v.board), np.int8), np.zeros(0, np.int8),
+                       np.zeros(0, np.int16), np.zeros((0, v.pits), np.int8))
+        return cls(*(np.concatenate(field) for field in zip(*parts)))
+
+    def take(self, order: np.ndarray) -> "Labels":
+        return Labels(*(field[order] for field in self))
+
+    def counts(self) -> dict:
+        return {name: int((self.value == x).sum()) for x, name in VALUE_OF.items()}
+
+
 # -- tasks --------------------------------------------------------------------------------
 def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shards: list) -> dict:
-    """shard -> this pair's labelled positions of that shard (arrays, layers in order)."""
-    from ..oracle.tablebase import Tablebase
-
+    """shard -> this pair's Labels of that shard (its layers in order)."""
     start = time.perf_counter()
     v = spec.variant
     tb = Tablebase.open(url, options, cache_bytes=READ_CACHE_BYTES)
@@ -146,9 +168,9 @@ def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shar
                 order = decided[np.argsort(ranks[decided], kind="stable")]
                 dtz[order] = tb.reader.distances(*layer, width, v.layer_size(*layer), ranks[order])
             kazans = np.broadcast_to(np.array(layer, np.int8), (count, 2))
-            parts.append((kazans, boards, value, dtz, after))
+            parts.append(Labels(kazans, boards, value, dtz, after))
             labelled += count
-        out[shard] = tuple(np.concatenate([p[i] for p in parts]) if parts else _empty(v, i) for i in range(5))
+        out[shard] = Labels.join(parts, v)
     out["seconds"] = time.perf_counter() - start
     out["labelled"] = labelled
     return out
@@ -169,12 +191,7 @@ def _layer_codes(tb, url: str, layer: tuple) -> np.ndarray:
     return _CODES.get((url, layer, identity), load)
 
 
-def _empty(v: Variant, i: int) -> np.ndarray:
-    shapes = [(0, 2), (0, v.board), (0,), (0,), (0, v.pits)]
-    return np.zeros(shapes[i], np.int16 if i == 3 else np.int8)
-
-
-def shard_piece(result: dict, shard: int) -> tuple:
+def shard_piece(result: dict, shard: int) -> Labels:
     return result[shard]
 
 
@@ -182,22 +199,21 @@ def write_shard_task(out_url: str, out_options: dict, spec: SampleSpec, shard: i
     """Shuffle the pieces (pair order) with (seed, shard) and write the shard whole."""
     from ..data.store import Store
 
-    kazans, boards, value, dtz, after = (np.concatenate([p[i] for p in pieces]) for i in range(5))
-    order = np.random.default_rng([spec.seed, shard, 0x5EED]).permutation(value.shape[0])
-    table = shard_table(spec, kazans[order], boards[order], value[order], dtz[order], after[order])
+    labels = Labels.join(pieces, spec.variant)
+    labels = labels.take(np.random.default_rng([spec.seed, shard, 0x5EED]).permutation(labels.value.shape[0]))
     buffer = io.BytesIO()
-    _write_parquet(table, buffer)
+    _write_parquet(shard_table(spec, labels), buffer)
     name = shard_file(shard, spec.shards)
     Store(out_url, out_options).write_bytes(name, buffer.getvalue())
-    return {"shard": shard, "name": name, "rows": int(value.shape[0]),
-            **{VALUES[x]: int((value == x).sum()) for x in (1, 0, -1)}}
+    return {"shard": shard, "name": name, "rows": int(labels.value.shape[0]), **labels.counts()}
 
 
-def shard_table(spec: SampleSpec, kazans, boards, value, dtz, after):
+def shard_table(spec: SampleSpec, labels: Labels):
     """The shard's Arrow table, columns in the card's order."""
     import pyarrow as pa
 
     v = spec.variant
+    kazans, boards, value, dtz, after = labels
     data = {"k1": pa.array(kazans[:, 0], pa.int8()), "k2": pa.array(kazans[:, 1], pa.int8())}
     for j in range(v.board):
         data[f"p{j}"] = pa.array(boards[:, j], pa.int8())
@@ -231,7 +247,7 @@ def shard_counts(store, name: str) -> dict:
     value = pq.read_table(io.BytesIO(store.read_bytes(name)), columns=["value"])["value"].to_numpy()
     index, _ = parse_shard_file(name)
     return {"shard": index, "name": name, "rows": int(value.shape[0]),
-            **{VALUES[x]: int((value == x).sum()) for x in (1, 0, -1)}}
+            **{name: int((value == x).sum()) for x, name in VALUE_OF.items()}}
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -270,8 +286,9 @@ def check_out(store, spec: SampleSpec) -> list:
             old = json.loads(raw)["spec"]
         except (ValueError, KeyError, TypeError):
             raise UsageError(f"{store.shown}/{SAMPLE_CARD} is no sample card; choose another --out.") from None
-        if old != json.loads(json.dumps(spec.as_card())):
-            changed = sorted(k for k in spec.as_card() if old.get(k) != json.loads(json.dumps(spec.as_card()))[k])
+        now = json.loads(json.dumps(spec.as_card()))      # as the card stores it (tuples as lists)
+        if old != now:
+            changed = sorted(k for k in now if old.get(k) != now[k])
             raise UsageError(f"{store.shown} holds a sample made with other settings ({', '.join(changed)}); "
                              "rerun with those, or choose another --out.")
     written = []
