@@ -347,11 +347,8 @@ def _cmd_stats(args) -> int:
     if not on_dask:
         data = tb.stats()
     else:
-        from .dist.cluster import connect
-
         tb.layers()     # a store that cannot be read fails here, before a cluster starts
-        with connect(args.scheduler, args.workers, args.threads_per_worker, url.startswith("memory://"),
-                     cluster=args.cluster, config=config, dashboard_address=None) as client:
+        with _dask(args, config, url, dashboard_address=None) as client:
             data = tb.stats(compute=lambda layers: client.gather(client.map(
                 layer_stats_task, [url] * len(layers), [options] * len(layers), layers, pure=False)))
     print(json.dumps(data) if args.json else format_stats(data))
@@ -406,7 +403,6 @@ def _verify_parser(sub):
 
 
 def _cmd_verify(args) -> int:
-    from .dist.cluster import connect
     from .verify.driver import DEFAULT_CHUNK_SIZE, check_options, discover_tablebase, failure_lines, new_seed, verify
 
     out = sys.stderr if args.json else sys.stdout
@@ -420,9 +416,7 @@ def _cmd_verify(args) -> int:
     chunk_size = DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     check_options(found.variant, args.min_captured, args.sample, chunk_size)
     seed = args.seed if args.seed is not None else new_seed()
-    _library_logs(args)
-    with connect(args.scheduler, args.workers, args.threads_per_worker, args.url.startswith("memory://"),
-                 cluster=args.cluster, config=config) as client:
+    with _dask(args, config, args.url) as client:
         report = verify(client, args.url, options, min_captured=args.min_captured, sample=args.sample,
                         seed=seed, chunk_size=chunk_size, wdl_only=args.wdl_only,
                         discovered=found, log=log)
@@ -540,6 +534,20 @@ def _learn_parsers(sub):
     _cluster_args(p)
 
 
+def _dask(args, config, *urls, **options):
+    """The Dask client of a command that reads (and writes) the stores at `urls`
+    (stats, verify, sample, match): local workers, a scheduler, SLURM or Kubernetes
+    as --workers/--scheduler/--cluster/--config say; the libraries' log records go
+    to a file first. A memory:// store keeps the local workers in this process.
+    `options` go to connect (dashboard_address)."""
+    from .dist.cluster import connect
+
+    _library_logs(args)
+    in_process = any(str(url).startswith("memory://") for url in urls)
+    return connect(args.scheduler, args.workers, args.threads_per_worker, in_process, cluster=args.cluster,
+                   config=config, **options)
+
+
 def _shown_command(argv) -> str:
     """The command line for a card: storage options (credentials) and URL passwords left out."""
     from .data.store import redact
@@ -552,7 +560,6 @@ def _shown_command(argv) -> str:
 
 
 def _cmd_sample(args) -> int:
-    from .dist.cluster import connect
     from .learn.sample import plan_sample, sample
     from .oracle.tablebase import Tablebase
 
@@ -561,25 +568,20 @@ def _cmd_sample(args) -> int:
     tb = Tablebase.open(url, options)
     spec = plan_sample(tb, positions=args.positions, seed=args.seed, shard_positions=args.shard_positions,
                        min_captured=args.min_captured, weights=args.weights, with_no_move=args.with_no_move)
-    _library_logs(args)
-    with connect(args.scheduler, args.workers, args.threads_per_worker, False, cluster=args.cluster,
-                 config=config, dashboard_address=None) as client:
+    with _dask(args, config, url, args.out, dashboard_address=None) as client:
         sample(client, url, options, args.out, out_options, spec, command=_shown_command(sys.argv[1:]),
                log=lambda line: print(line, flush=True))
     return 0
 
 
 def _cmd_match(args) -> int:
-    from .dist.cluster import connect
     from .learn.match import format_match, load_policy, match
     from .oracle.tablebase import Tablebase
 
     config, url, options = _config_and_output(args, args.url, "the tablebase URL")
     tb = Tablebase.open(url, options)
     load_policy(args.policy)        # a bad policy is one sentence before a cluster starts
-    _library_logs(args)
-    with connect(args.scheduler, args.workers, args.threads_per_worker, False, cluster=args.cluster,
-                 config=config, dashboard_address=None) as client:
+    with _dask(args, config, url, dashboard_address=None) as client:
         report = match(client, tb, url, options, args.policy, starts=args.starts, plies=args.plies,
                        seed=args.seed)
     print(json.dumps(report) if args.json else format_match(report))
