@@ -11,8 +11,7 @@ const S = {
   past: [],            // positions before this one: {position, human, note}
   moves: [],           // what was played to get here, one line a ply
   play: null,          // null, or {human: the human is the side to move now, seen: Map, over: text or null}
-  layers: null,
-  start: null,
+  mainline: null,      // /api/mainline's answer for the position shown, once asked for
 };
 const $ = (id) => document.getElementById(id);
 const VALUE_WORD = { win: "wins", draw: "draws", loss: "loses" };
@@ -29,9 +28,14 @@ async function api(path, options) {
   return body;
 }
 
+// Pits are not for the human to click while the oracle is to move or the game is over.
+function locked() { return !!(S.play && (S.play.over || !S.play.human)); }
+
 function busy(on) {
   document.body.dataset.state = on ? "loading" : "ready";
-  for (const b of document.querySelectorAll("button")) if (b.dataset.keep !== "1") b.disabled = on || b.dataset.off === "1";
+  for (const b of document.querySelectorAll("button")) {
+    b.disabled = on || b.dataset.off === "1" || (b.classList.contains("pit") && locked());
+  }
 }
 
 function say(text, kind) {
@@ -98,6 +102,7 @@ function draw() {
     el.dataset.stones = d.pits[i];
     if (m) {
       el.type = "button";
+      el.disabled = locked();
       el.dataset.value = m.category;
       el.dataset.dtz = m.dtz === null ? "" : m.dtz;
       el.title = moveTitle(m);
@@ -210,23 +215,13 @@ async function apply(m) {
   if (m.ends_game) {
     say(`${mover} played pit ${m.pit}${m.captured ? `, captured ${m.captured}` : ""} and won the game.`, m.category);
     if (S.play) S.play.over = $("message").textContent;
-    S.ended = true;
     draw();
-    lockBoard();
     return;
   }
   if (S.play) S.play.human = !S.play.human;
   const ok = await open(m.child);
   if (!ok) { S.past.pop(); S.moves.pop(); if (S.play) S.play.human = !S.play.human; }
   else if (!S.play) say(`${mover} played pit ${m.pit}${m.captured ? ` and captured ${m.captured}` : ""}.`);
-}
-
-function lockBoard() {
-  for (const el of document.querySelectorAll("#row-bottom button, #moves tbody tr")) {
-    if (el.tagName === "BUTTON") el.disabled = true;
-    el.replaceWith(el.cloneNode(true));     // no more moves from an ended game
-  }
-  if (S.play) document.body.dataset.game = "over";
 }
 
 function afterDraw() {
@@ -240,7 +235,7 @@ function afterDraw() {
     } else if (seen >= 3) {
       S.play.over = "The same position came back a third time: a draw.";
     }
-    if (S.play.over) { say(S.play.over); document.body.dataset.game = "over"; lockBoard(); return; }
+    if (S.play.over) { say(S.play.over); document.body.dataset.game = "over"; busy(false); return; }
     if (!S.play.human) {
       const m = S.data.moves[0];
       say(`The oracle plays pit ${m.pit} (${S.data.best_move_reason}).`);
@@ -267,15 +262,13 @@ function leavePlay() {
 async function backTo(n) {
   // keep the first n plies played
   if (n >= S.past.length) return;
-  const target = n < S.past.length ? S.past[n] : null;
-  const position = target ? target.position : S.data.position;
-  if (target && S.play) S.play.human = target.human;
+  const target = S.past[n];
+  if (S.play) S.play.human = target.human;
   S.past = S.past.slice(0, n);
   S.moves = S.moves.slice(0, n);
-  S.ended = false;
   if (S.play) { S.play.over = null; S.play.seen = new Map(); }
   say("");
-  await open(position);
+  await open(target.position);
 }
 
 async function undo() {
@@ -309,7 +302,7 @@ async function applyEdit(event) {
   }
   leavePlay();
   const saved = [S.past, S.moves];
-  S.past = []; S.moves = []; S.ended = false;
+  S.past = []; S.moves = [];
   const ok = await open(text, { onError: (e) => { $("edit-error").textContent = e.message; } });
   if (ok) { $("editor").hidden = true; say(""); } else { [S.past, S.moves] = saved; }
 }
@@ -318,8 +311,6 @@ async function applyEdit(event) {
 async function loadLayers() {
   const info = await api("/api/layers");
   S.variant = info.variant;
-  S.layers = info.layers;
-  S.start = info.start;
   $("start-game").hidden = !info.start;
   const select = $("layer-select");
   select.replaceChildren();
@@ -350,7 +341,7 @@ async function randomPosition() {
   await open(got.position);
 }
 
-function fresh() { leavePlay(); S.past = []; S.moves = []; S.ended = false; say(""); }
+function fresh() { leavePlay(); S.past = []; S.moves = []; say(""); }
 
 // -- start ---------------------------------------------------------------------------
 async function main() {
