@@ -147,3 +147,31 @@ class Position:
 
 def _shape(variant: Variant) -> str:
     return f"k1 k2 p0..p{variant.board - 1}"
+
+
+# -- symmetric positions (the published match's starts; the explorer's picker) -----------
+def symmetric_halves(variant: Variant, layer: tuple) -> int:
+    """Ways to fill one side of a symmetric position of `layer` (equal kazans, equal
+    stones a side): the compositions of half the board's stones into `pits` pits;
+    0 when the layer has no symmetric position."""
+    k1, k2 = layer
+    stones = variant.board_stones(k1, k2)
+    if k1 != k2 or stones % 2 or stones == 0:
+        return 0
+    return int(variant.binom[stones // 2 + variant.pits - 1, variant.pits - 1])
+
+
+def random_symmetric(variant: Variant, layer: tuple, rng) -> Position:
+    """A symmetric position of `layer`, uniform over all of them (each side drawn
+    alone); the side to move always has a move. `rng`: a numpy Generator."""
+    ways = symmetric_halves(variant, layer)
+    if ways == 0:
+        raise UsageError(f"layer {layer[0]}_{layer[1]} has no symmetric position "
+                         "(it needs equal kazans and an even number of stones on the board).")
+    half = variant.board_stones(*layer) // 2
+    row = np.empty(variant.pits, np.int64)
+    pits = []
+    for _ in range(2):
+        rules.unrank(int(rng.integers(ways)), half, variant.binom, row)
+        pits += row.tolist()
+    return Position(layer[0], layer[1], tuple(pits), variant)

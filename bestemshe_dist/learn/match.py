@@ -31,8 +31,8 @@ import numpy as np
 
 from ..errors import BestemsheError, UsageError
 from ..game import rules
-from ..game.position import Position
-from ..game.rules import MOVE_ON, MOVE_WIN, unrank
+from ..game.position import random_symmetric, symmetric_halves
+from ..game.rules import MOVE_ON, MOVE_WIN
 from ..game.variant import Variant
 from ..naming import layer_name
 from ..oracle.tablebase import FLIP, NUMBER_OF, Tablebase
@@ -181,25 +181,14 @@ def checked_pits(spec, got, rows: np.ndarray, variant: Variant) -> np.ndarray:
 def symmetric_starts(variant: Variant, held, count: int, seed: int) -> list:
     """`count` symmetric positions (equal kazans, equal stones a side, a move to make)
     of the held layers, uniform over all such positions."""
-    binom, p = variant.binom, variant.pits
-    layers = sorted(l for l in held if l[0] == l[1] and variant.board_stones(*l) % 2 == 0
-                    and variant.board_stones(*l) > 0)
+    layers = sorted(l for l in held if symmetric_halves(variant, l))
     if not layers:
         raise UsageError("the tablebase holds no layer with equal kazans and an even number of stones on the "
                          "board: no symmetric start.")
-    side = [variant.board_stones(*l) // 2 for l in layers]
-    ways = np.array([int(binom[s + p - 1, p - 1]) for s in side], np.float64)
+    ways = np.array([symmetric_halves(variant, l) for l in layers], np.float64) ** 2
     rng = np.random.default_rng([seed, 0x57A27])
-    picks = rng.choice(len(layers), size=count, p=ways ** 2 / (ways ** 2).sum())
-    starts = []
-    row = np.empty(p, np.int64)
-    for j in picks.tolist():
-        halves = []
-        for _ in range(2):
-            unrank(int(rng.integers(int(ways[j]))), side[j], binom, row)
-            halves += row.tolist()
-        starts.append(Position(layers[j][0], layers[j][1], tuple(halves), variant))
-    return starts
+    picks = rng.choice(len(layers), size=count, p=ways / ways.sum())
+    return [random_symmetric(variant, layers[j], rng) for j in picks.tolist()]
 
 
 # -- games --------------------------------------------------------------------------------
@@ -272,7 +261,7 @@ def play_chunk_task(url: str, options: dict, policy_spec: str, starts: list, see
 
 
 def match(client, tb, url: str, options: dict, policy_spec, *, starts: int, plies: int = DEFAULT_PLIES,
-          seed: int = 0, log=None) -> dict:
+          seed: int = 0) -> dict:
     """Play the match on Dask (client) or in this process (client None); the report.
     policy_spec: a name (see the module doc) or, in this process, a callable."""
     load_policy(policy_spec)                     # a bad name stops here, before a task starts

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,7 +36,7 @@ import orjson
 from aiohttp import web
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
-from ..game.position import Position
+from ..game.position import Position, random_symmetric
 from ..naming import layer_name, parse_layer_name
 from ..oracle.tablebase import VALUE_OF, Tablebase, mainline_report
 
@@ -51,7 +50,7 @@ TABLEBASE = web.AppKey("tablebase", Tablebase)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
 TIMEOUT = web.AppKey("timeout", float)
 STATIC = Path(__file__).with_name("static")
-RANDOM_TRIES = 10_000        # draws for a position of the kind asked (a move to make, symmetric)
+RANDOM_TRIES = 10_000        # draws for a position with a move to make
 
 
 class NotHeld(BestemsheError):
@@ -234,10 +233,7 @@ async def get_stats(request: web.Request) -> web.Response:
     text = request.query.get("layer")
     if text is None:
         return web.json_response(await _run(request, tb.stats))
-    layer = parse_layer_name(text.strip())
-    if layer is None:
-        raise UsageError(f"layer must be written K1_K2 (e.g. 8_12), not {text!r}.")
-    _require(tb, layer, f"layer {layer_name(*layer)}")
+    layer = _layer(tb, text)
     return web.json_response(await _run(request, lambda: tb.layer_stats(*layer)))
 
 
@@ -259,29 +255,37 @@ def layers_answer(tb: Tablebase) -> dict:
     return {"variant": v.as_dict(), "start": start, "layers": rows}
 
 
-def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | None) -> dict:
-    """GET /api/random's body: a position drawn uniformly from a held layer among
-    those where the side to move has a move (and, if asked, equal kazans and equal
-    stones on each side, as the published match's starts)."""
+def _layer(tb: Tablebase, text: str | None) -> tuple:
+    """A layer named in a query (layer=K1_K2): one of this game's, and held."""
     layer = parse_layer_name((text or "").strip())
     if layer is None:
         raise UsageError(f"layer must be written K1_K2 (e.g. 8_12), not {text!r}.")
-    v = tb.variant
     try:
-        v.check_layer(*layer)
+        tb.variant.check_layer(*layer)
     except UsageError as exc:
         raise UsageError(f"layer {text}: {exc}") from None
     _require(tb, layer, f"layer {layer_name(*layer)}")
-    if symmetric and (layer[0] != layer[1] or v.board_stones(*layer) % 2):
-        raise UsageError(f"layer {layer_name(*layer)} has no symmetric position "
-                         "(it needs equal kazans and an even number of stones on the board).")
-    rng = random.Random(seed)
+    return layer
+
+
+def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | None) -> dict:
+    """GET /api/random's body: a position drawn uniformly from a held layer among
+    those where the side to move has a move (or, if asked, among those with equal
+    kazans and equal stones on each side, as the published match's starts)."""
+    layer = _layer(tb, text)
+    try:
+        rng = np.random.default_rng(None if seed is None else int(seed))
+    except ValueError:
+        raise UsageError(f"seed must be a whole number, not {seed!r}.") from None
+    v = tb.variant
+    if symmetric:
+        return {"position": str(random_symmetric(v, layer, rng)), "layer": layer_name(*layer)}
     size = v.layer_size(*layer)
     for _ in range(RANDOM_TRIES):
-        pos = Position.from_rank(v, *layer, rng.randrange(size))
-        if pos.legal_pits() and (not symmetric or sum(pos.own) == sum(pos.other)):
+        pos = Position.from_rank(v, *layer, int(rng.integers(size)))
+        if pos.legal_pits():
             return {"position": str(pos), "layer": layer_name(*layer)}
-    raise UsageError(f"no position of that kind found in layer {layer_name(*layer)} in {RANDOM_TRIES:,} draws.")
+    raise UsageError(f"no position with a move found in layer {layer_name(*layer)} in {RANDOM_TRIES:,} draws.")
 
 
 async def get_layers(request: web.Request) -> web.Response:
