@@ -417,3 +417,17 @@ def test_long_move_laps():
             pairs = [(a, rest - a) for a in v.kazans if rest - a in v.kazans]
             for k1, k2 in pairs[:2]:
                 _check_moves(v, k1, k2, np.array([s, opp], dtype=np.int64))
+
+
+@given(st.integers(0, 12), st.integers(0, 2**32 - 1))
+def test_random_symmetric_positions_have_equal_sides(half_k, seed):
+    from bestemshe_dist.game.position import random_symmetric, symmetric_halves
+
+    v = Variant(50, 5)
+    k = 2 * half_k
+    stones = v.board_stones(k, k) // 2
+    assert symmetric_halves(v, (k, k)) == comb(stones + 4, 4)
+    assert symmetric_halves(v, (k, k + 2)) == 0
+    rng = np.random.default_rng(seed)
+    pos = random_symmetric(v, (k, k), rng)
+    assert pos.layer == (k, k) and sum(pos.own) == sum(pos.other) == stones and pos.legal_pits()
