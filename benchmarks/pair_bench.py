@@ -41,11 +41,11 @@ def one_process(args) -> dict:
     """Child process: the pair solved whole in memory on one core."""
     from bestemshe_dist.solve import kernels
     from bestemshe_dist.data.blocks import read_layer_codes
-    from bestemshe_dist.dist.hostpair import fill_synthetic
+    from bestemshe_dist.run.hostpair import fill_synthetic
     from bestemshe_dist.solve.pair import FRONTIER, solve_pair
-    from bestemshe_dist.dist.plan import pair_plan
+    from bestemshe_dist.game.dag import pair_plan
     from bestemshe_dist.data.store import Store
-    from bestemshe_dist.dist.tasks import warm_up
+    from bestemshe_dist.run.tasks import warm_up
     from bestemshe_dist.game.variant import Variant
 
     warm_up(args.pits)
@@ -160,14 +160,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # what the CLI's local cluster does with what is given (with neither: one process,
     # a thread per core; with --workers W alone, W processes of one thread)
-    from bestemshe_dist.dist.cluster import local_cluster_kwargs
+    from bestemshe_dist.cluster import local_cluster_kwargs
     cluster = local_cluster_kwargs(None, args.workers, args.threads_per_worker, dashboard_address="none")
     args.workers, args.threads_per_worker = cluster["n_workers"], cluster["threads_per_worker"]
     if args.one:
         print(json.dumps(one_process(args)))
         return 0
 
-    from bestemshe_dist.dist.plan import pair_plan
+    from bestemshe_dist.game.dag import pair_plan
     from bestemshe_dist.game.variant import Variant
 
     variant = Variant(args.stones, args.pits)

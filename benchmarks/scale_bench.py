@@ -42,12 +42,12 @@ import threading
 import time
 from pathlib import Path
 
-from bestemshe_dist.dist.cluster import connect
-from bestemshe_dist.dist.memory import GiB, pair_memory, plan_peak
-from bestemshe_dist.dist.plan import make_plan, pair_plan, single_pair_plan
-from bestemshe_dist.dist.driver import DEFAULT_CHUNK_SIZE, solve
+from bestemshe_dist.cluster import connect
+from bestemshe_dist.run.memory import GiB, pair_memory, plan_peak
+from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.run.driver import DEFAULT_CHUNK_SIZE, solve
 from bestemshe_dist.data.store import Store, completed_rounds
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 
 FRONTIER_EVALUATIONS = 0.92

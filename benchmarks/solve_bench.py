@@ -21,8 +21,8 @@ import time
 
 def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
     from bestemshe_dist.solve.pair import solve_pair
-    from bestemshe_dist.dist.plan import make_plan
-    from bestemshe_dist.dist.tasks import warm_up
+    from bestemshe_dist.game.dag import make_plan
+    from bestemshe_dist.run.tasks import warm_up
     from bestemshe_dist.game.variant import Variant
 
     warm_up(pits)

@@ -1,8 +1,5 @@
 """bestemshe_dist: a distributed retrograde solver for Bestemshe (SPEC.md)."""
-from . import moved
 from .game.variant import Variant
-
-moved.install()
 
 __all__ = ["Variant", "Tablebase", "Position"]
 __version__ = "0.1.0"

@@ -151,9 +151,9 @@ def _storage_options(text):
 def _cmd_plan(args) -> int:
     import os
 
-    from .dist.driver import DEFAULT_CHUNK_SIZE
-    from .dist.memory import describe
-    from .dist.plan import make_plan
+    from .run.driver import DEFAULT_CHUNK_SIZE
+    from .run.memory import describe
+    from .game.dag import make_plan
     from .game.variant import Variant
 
     cores = os.cpu_count() or 1
@@ -164,7 +164,7 @@ def _cmd_plan(args) -> int:
 
 def _solve_plan(args, variant):
     """The pairs to solve: the plan of --min-captured, or the one pair of --pair."""
-    from .dist.plan import make_plan, single_pair_plan
+    from .game.dag import make_plan, single_pair_plan
 
     if args.synthetic_deps is not None and args.pair is None:
         raise UsageError("--synthetic-deps needs --pair A B: it makes the dependency layers of one pair.")
@@ -182,7 +182,7 @@ def _solve_plan(args, variant):
 def _config_and_output(args, url, what="--out URL"):
     """(config, URL, storage options): --out / --storage-options win over the config's
     storage section (the options are merged key by key, the command line's first)."""
-    from .dist.cluster import load_config, merge_options, storage_from_config
+    from .cluster import load_config, merge_options, storage_from_config
 
     config = load_config(args.config) if args.config else None
     config_url, config_options = storage_from_config(config)
@@ -213,10 +213,10 @@ def _check_output_folder(url: str) -> None:
 
 def _cmd_solve(args) -> int:
     from .data.store import redact
-    from .dist.cluster import connect
-    from .dist.driver import DEFAULT_CHUNK_SIZE, solve
-    from .dist.progress import ProgressView, Tee
-    from .dist.tasks import Job
+    from .cluster import connect
+    from .run.driver import DEFAULT_CHUNK_SIZE, solve
+    from .watch.progress import ProgressView, Tee
+    from .run.tasks import Job
     from .game.variant import Variant
 
     # Every argument is checked here, before a cluster starts or anything is written.
@@ -260,8 +260,8 @@ def _dashboard_page(client, log, dashboard_address):
     the listener that feeds it (None when the scheduler has no dashboard)."""
     from distributed import LocalCluster
 
-    from .dist.dashboard import page_link, register
-    from .dist.progress import SchedulerEvents
+    from .watch.dashboard import page_link, register
+    from .watch.progress import SchedulerEvents
 
     local = isinstance(getattr(client, "cluster", None), LocalCluster)
     if local and dashboard_address is None:
@@ -482,7 +482,7 @@ def _fsspec_without_zstandard():
 
 def _cmd_status(args) -> int:
     with _fsspec_without_zstandard():
-        from .dist.status import format_status, tablebase_status
+        from .watch.status import format_status, tablebase_status
 
     status = tablebase_status(args.url, _storage_options(args.storage_options))
     print(json.dumps(status) if args.json else format_status(status))
@@ -540,7 +540,7 @@ def _dask(args, config, *urls, **options):
     as --workers/--scheduler/--cluster/--config say; the libraries' log records go
     to a file first. A memory:// store keeps the local workers in this process.
     `options` go to connect (dashboard_address)."""
-    from .dist.cluster import connect
+    from .cluster import connect
 
     _library_logs(args)
     in_process = any(str(url).startswith("memory://") for url in urls)
@@ -630,7 +630,7 @@ def main(argv=None) -> int:
 def _library_logs(args) -> None:
     """Once the arguments are checked and a cluster is about to start: the libraries'
     log records go to a file (logs.py), named in the error line if a failure follows."""
-    from .dist.logs import route_library_logs
+    from .watch.logs import route_library_logs
 
     args.log_file = route_library_logs(args.command)
 

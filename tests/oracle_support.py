@@ -6,14 +6,14 @@ import numpy as np
 
 from bestemshe_dist.solve import kernels
 from bestemshe_dist.data.blocks import read_layer_codes
-from bestemshe_dist.dist.plan import make_plan
+from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.position import Position
-from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.data.store import Store
 from bestemshe_dist.naming import layer_name
 from bestemshe_dist.data.layer_files import decode_distances
 from bestemshe_dist.naming import layer_file
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 
 NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", kernels.UNKNOWN: "draw"}

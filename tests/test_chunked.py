@@ -8,11 +8,11 @@ import pytest
 from distributed import Client, LocalCluster
 
 from bestemshe_dist.solve import kernels
-from bestemshe_dist.dist import driver as run
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import frontier_pieces, solve
+from bestemshe_dist.run import driver as run
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import frontier_pieces, solve
 from bestemshe_dist.data.checkpoint import decode_part
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40
 from test_solve_vs_bruteforce import assert_matches_bruteforce
@@ -115,11 +115,11 @@ def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path)
     array (it outlives the worker process); the next try of the round on that host
     empties it first, or the dead try's decisions of one layer would be taken as
     the other's. Its parts hold the same decisions as a clean try's."""
-    from bestemshe_dist.dist import hostmem
-    from bestemshe_dist.dist.hostpair import host_pair
-    from bestemshe_dist.dist.plan import single_pair_plan
+    from bestemshe_dist.run import hostmem
+    from bestemshe_dist.run.hostpair import host_pair
+    from bestemshe_dist.game.dag import single_pair_plan
     from bestemshe_dist.data.store import completed_rounds
-    from bestemshe_dist.dist.tasks import small_round_task
+    from bestemshe_dist.run.tasks import small_round_task
 
     variant = Variant(50, 5)
     plan = single_pair_plan(variant, 10, 24)
@@ -144,7 +144,7 @@ def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path)
             got = decode_part(store.read_bytes(name)).decisions()
             assert got[0].tolist() == ranks.tolist() and got[1].tolist() == values.tolist(), name
     finally:
-        from bestemshe_dist.dist.hostpair import forget_all
+        from bestemshe_dist.run.hostpair import forget_all
         forget_all(job.space)
         hostmem.space(job.space).remove()
 

@@ -104,8 +104,8 @@ def test_bad_solve_arguments_write_nothing_and_start_nothing(tmp_path, monkeypat
 
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was started")
-    monkeypatch.setattr("bestemshe_dist.dist.cluster.connect", no_cluster)
-    monkeypatch.setattr("bestemshe_dist.dist.logs.route_library_logs", lambda command: None)
+    monkeypatch.setattr("bestemshe_dist.cluster.connect", no_cluster)
+    monkeypatch.setattr("bestemshe_dist.watch.logs.route_library_logs", lambda command: None)
     with pytest.raises(SystemExit) as code:
         rc = cli.main(full)
         raise SystemExit(rc)
@@ -215,7 +215,7 @@ def test_library_messages_go_to_the_log_file_not_the_terminal(tmp_path):
 
     script = (
         "import logging, sys\n"
-        "from bestemshe_dist.dist.logs import route_library_logs\n"
+        "from bestemshe_dist.watch.logs import route_library_logs\n"
         "path = route_library_logs('solve')\n"
         "from distributed import LocalCluster\n"
         "with LocalCluster(n_workers=1, processes=False, dashboard_address=':0'):\n"

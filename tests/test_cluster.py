@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bestemshe_dist.dist import cluster
+from bestemshe_dist import cluster
 from bestemshe_dist.errors import UsageError
 from conftest import ROOT, run_cli
 

@@ -131,13 +131,13 @@ def test_dashboard_page_during_a_solve(tmp_path):
 
 
 def test_preloaded_scheduler_serves_the_page_of_a_solve(tmp_path):
-    """`dask scheduler --preload bestemshe_dist.dist.dashboard`: the page is there before
+    """`dask scheduler --preload bestemshe_dist.watch.dashboard`: the page is there before
     any solve; a solve with --scheduler keeps that plugin and feeds it."""
     port, http = _free_port(), _free_port()
     address, base = f"tcp://127.0.0.1:{port}", f"http://127.0.0.1:{http}"
     bindir = Path(sys.executable).parent
     logs = open(tmp_path / "cluster.log", "w")
-    procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--preload", "bestemshe_dist.dist.dashboard",
+    procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--preload", "bestemshe_dist.watch.dashboard",
                                "--host", "127.0.0.1", "--port", str(port), "--dashboard-address",
                                f"127.0.0.1:{http}"], stdout=logs, stderr=logs, start_new_session=True)]
     try:

@@ -164,7 +164,7 @@ def test_misspelled_field_is_caught():
 
 
 def test_generated_daskcluster_spec_validates():
-    from bestemshe_dist.dist.cluster import kubernetes_settings, load_config
+    from bestemshe_dist.cluster import kubernetes_settings, load_config
 
     config = load_config(ROOT / "configs" / "kubernetes.yaml")
     spec, kwargs, scaling, _ = kubernetes_settings(config)

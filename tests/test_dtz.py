@@ -8,10 +8,10 @@ import bruteforce as bf
 from bestemshe_dist.solve import kernels
 from bestemshe_dist.game import rules
 from bestemshe_dist.data.blocks import read_layer_codes
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.data.layer_files import decode_distances
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from test_solve_vs_bruteforce import assert_matches_bruteforce
 

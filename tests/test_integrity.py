@@ -20,12 +20,12 @@ from bestemshe_dist.data.checksums import FileSums, LayerSums, digest
 from bestemshe_dist.naming import sums_file
 from bestemshe_dist.cli import main
 from bestemshe_dist.errors import FormatError
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.data.store import Store
-from bestemshe_dist.dist import hostmem
-from bestemshe_dist.dist.hostpair import dep_bundle
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run import hostmem
+from bestemshe_dist.run.hostpair import dep_bundle
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40, run_cli
 

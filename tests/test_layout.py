@@ -1,36 +1,40 @@
 """The package's folders are its layers, and inner layers never import outer ones.
 
-    base (errors, naming, moved) < game < solve < data < {dist, oracle, verify} < cli
-                                                            oracle < {serve, learn} < cli
+    base (errors, naming) < game < solve < data < watch < run < cli
+                                              data < {cluster, oracle, verify} < cli
+                                                     oracle < {serve, learn} < cli
 
-game/ and solve/ import nothing from data/ or dist/; dist/, oracle/ and verify/
-do not import each other. The check reads every module's imports (at the top
+game/ and solve/ import nothing from data/ or run/; run/, cluster/, oracle/ and
+verify/ do not import each other, and watch/ never imports run/. The check reads every module's imports (at the top
 and inside functions) with ast, and is itself tested on sources broken on purpose.
 """
 import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 
 PACKAGE = ROOT / "bestemshe_dist"
-ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "naming", "moved"}
-BASE = {"errors", "naming", "moved"}
-FOLDERS = ("game", "solve", "data", "dist", "oracle", "verify", "serve", "learn")
+ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "naming"}
+BASE = {"errors", "naming"}
+FOLDERS = ("game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn")
 ALLOWED = {
     "base": set(),
     "game": {"base"},
     "solve": {"base", "game"},
     "data": {"base", "game", "solve"},
-    "dist": {"base", "game", "solve", "data"},
+    "watch": {"base", "game", "solve", "data"},
+    "run": {"base", "game", "solve", "data", "watch"},
+    "cluster": {"base"},
     "oracle": {"base", "game", "solve", "data"},
     "verify": {"base", "game", "solve", "data"},
     "serve": {"base", "game", "solve", "data", "oracle"},
     "learn": {"base", "game", "solve", "data", "oracle"},
-    "top": {"base", "game", "solve", "data", "dist", "oracle", "verify", "serve", "learn", "top"},
+    "top": {"base", "game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn", "top"},
 }
 
 
@@ -94,13 +98,16 @@ def test_inner_layers_never_import_outer_ones():
 
 @pytest.mark.parametrize("module, line", [
     ("bestemshe_dist.game.rules", "from ..data.store import Store"),
-    ("bestemshe_dist.solve.kernels", "from ..dist import tasks"),
-    ("bestemshe_dist.data.store", "import bestemshe_dist.dist.plan"),
+    ("bestemshe_dist.solve.kernels", "from ..run import tasks"),
+    ("bestemshe_dist.data.store", "import bestemshe_dist.watch.status"),
+    ("bestemshe_dist.watch.status", "from ..run.driver import solve"),
+    ("bestemshe_dist.run.driver", "from ..cluster import connect"),
+    ("bestemshe_dist.cluster.local", "from ..data.store import Store"),
     ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.driver import verify"),
-    ("bestemshe_dist.dist.driver", "from ..oracle import Tablebase"),
+    ("bestemshe_dist.run.driver", "from ..oracle import Tablebase"),
     ("bestemshe_dist.naming", "from .game import variant"),
     ("bestemshe_dist.oracle.play", "from ..serve import app"),
-    ("bestemshe_dist.serve.app", "from ..dist.driver import solve"),
+    ("bestemshe_dist.serve.app", "from ..run.driver import solve"),
 ])
 def test_the_layer_check_fails_when_a_module_reaches_outward(module, line):
     sources = package_sources()
@@ -134,8 +141,7 @@ def _loaded(code: str) -> dict:
 
 def test_the_plan_and_status_load_neither_numba_nor_zstandard(tmp_path):
     none = {"numba": False, "zstandard": False}
-    assert _loaded("import bestemshe_dist.dist.plan") == none
-    assert _loaded("import warnings; warnings.simplefilter('ignore')\nimport bestemshe_dist.plan") == none
+    assert _loaded("import bestemshe_dist.game.dag") == none
     (tmp_path / "manifest.json").write_text(json.dumps(
         {"format": "bestemshe-tablebase", "version": 1, "variant": {"stones": 8, "pits": 2}, "layers": {}}))
     status = _loaded("import sys\nfrom bestemshe_dist.cli import main\n"
@@ -147,13 +153,28 @@ def test_the_plan_and_status_load_neither_numba_nor_zstandard(tmp_path):
         "numba": True, "zstandard": True}
 
 
-def test_old_flat_module_names_still_import_with_a_warning():
-    import importlib
+def test_no_folder_is_named_as_build_output():
+    """dist/, build/ and the like are what packaging tools write, and what tools skip."""
+    output_names = {"dist", "build", "out", "target", "lib", "var"}
+    folders = {p.name for p in PACKAGE.rglob("*") if p.is_dir()}
+    assert not folders & output_names
 
-    import bestemshe_dist.dist.driver
-    sys.modules.pop("bestemshe_dist.run", None)
-    with pytest.warns(DeprecationWarning, match="bestemshe_dist.run is now bestemshe_dist.dist.driver"):
-        old = importlib.import_module("bestemshe_dist.run")
-    assert old is bestemshe_dist.dist.driver
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module("bestemshe_dist.no_such_module")
+
+def _ignored_by(gitignore: Path, tmp_path: Path) -> list:
+    """the tracked files of the project that `gitignore` would ignore."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_bytes(gitignore.read_bytes())
+    done = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=tmp_path, input=tracked,
+                          capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr   # 1: nothing ignored
+    return done.stdout.split()
+
+
+def test_githubs_python_gitignore_ignores_no_tracked_file(tmp_path):
+    standard = ROOT / "tests" / "fixtures" / "gitignore" / "Python.gitignore"
+    assert _ignored_by(standard, tmp_path / "standard") == []
+    # and the check can fail: a pattern that matches a tracked file is reported
+    broken = tmp_path / "broken.gitignore"
+    broken.write_text(standard.read_text() + "\nnaming.py\n")
+    assert _ignored_by(broken, tmp_path / "broken") == ["bestemshe_dist/naming.py"]

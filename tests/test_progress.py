@@ -2,10 +2,10 @@
 built from the driver's events and task transitions (no cluster needed)."""
 import io
 
-from bestemshe_dist.dist.dashboard import SolveState, render
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.progress import ProgressView, plan_message
-from bestemshe_dist.dist.driver import SolveSummary
+from bestemshe_dist.watch.dashboard import SolveState, render
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.watch.progress import ProgressView, plan_message
+from bestemshe_dist.run.driver import SolveSummary
 from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 

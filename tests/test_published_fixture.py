@@ -3,9 +3,9 @@ byte for byte (SPEC.md: same names, same header, level-19 frames)."""
 import hashlib
 import json
 
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40
 

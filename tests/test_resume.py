@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import ROOT, run_cli
 
@@ -171,7 +171,7 @@ class _Stop(Exception):
 def test_a_failed_solve_leaves_no_task_behind_on_its_cluster(client, tmp_path, reference):
     """Task keys carry their run (pair-a-b/round-r/chunk-c-<run>), so a solve on the same cluster
     right after a failed one must not find that solve's tasks still in flight."""
-    from bestemshe_dist.dist.progress import Progress
+    from bestemshe_dist.watch.progress import Progress
 
     class StopAfter(Progress):
         def round_done(self, pair_key, round_, *args):

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-from bestemshe_dist.dist import hostmem
+from bestemshe_dist.run import hostmem
 from bestemshe_dist.solve import kernels
-from bestemshe_dist.dist.hostpair import fill_synthetic, row_slots, synthetic_shares
-from bestemshe_dist.dist.memory import pair_memory
-from bestemshe_dist.dist.plan import make_plan, pair_plan, single_pair_plan
-from bestemshe_dist.dist.progress import Progress
-from bestemshe_dist.dist.driver import solve
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.hostpair import fill_synthetic, row_slots, synthetic_shares
+from bestemshe_dist.run.memory import pair_memory
+from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.watch.progress import Progress
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import ROOT, run_cli
 from oracle_support import solver_tables
@@ -111,7 +111,7 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # by default, the CLI's own local cluster
-    from bestemshe_dist.dist.cluster import local_cluster_kwargs
+    from bestemshe_dist.cluster import local_cluster_kwargs
     default = local_cluster_kwargs(None, None, None, dashboard_address="none")
     assert (report["workers"], report["threads_per_worker"]) == (default["n_workers"], default["threads_per_worker"])
     assert report["identical_counts"] and report["one_process"]["counts"] == report["cli"]["counts"]
@@ -306,7 +306,7 @@ def test_a_private_space_is_one_processes_memory(tmp_path, monkeypatch):
     assert space.bytes_held() <= words * 4 + (2 << 20)
     space.mark("row-4-20", "sha256:x")
     assert space.has("row-4-20", "sha256:x")
-    other = subprocess.run([sys.executable, "-c", f"from bestemshe_dist.dist import hostmem; "
+    other = subprocess.run([sys.executable, "-c", f"from bestemshe_dist.run import hostmem; "
                             f"print(hostmem.space({name!r}).has('row-4-20'))"],
                            capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     assert other.stdout.strip() == "False", other.stderr   # another process holds none of it
@@ -362,7 +362,7 @@ def test_row_slots_are_pages_and_start_with_the_largest_kazan():
 def test_a_host_memory_folder_too_small_is_refused_before_the_pair_runs(client, tmp_path, monkeypatch):
     """A container's /dev/shm can be far smaller than its memory (Docker's is 64 MiB):
     arrays larger than the folder's room would crash the workers mid-round."""
-    from bestemshe_dist.dist import driver as run_module
+    from bestemshe_dist.run import driver as run_module
     from bestemshe_dist.errors import BestemsheError
 
     monkeypatch.setattr(run_module, "host_memory_room", lambda space: (1 << 20, "/dev/shm/tiny"))
@@ -378,7 +378,7 @@ def test_a_flush_that_outlasts_the_drivers_look_at_its_host_is_waited_for(client
     """The driver looks every HOST_POLL_SECONDS whether a flush's host still has
     workers; a flush longer than that (the largest layers take seconds) is waited
     for, not taken for a failure."""
-    from bestemshe_dist.dist import driver as run_module
+    from bestemshe_dist.run import driver as run_module
 
     monkeypatch.setattr(run_module, "HOST_POLL_SECONDS", 0.0005)
     variant = Variant(50, 5)

@@ -5,9 +5,9 @@ import json
 import pytest
 
 import bruteforce as bf
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.progress import Progress
-from bestemshe_dist.dist.driver import solve
-from bestemshe_dist.dist.status import tablebase_status
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.watch.progress import Progress
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.watch.status import tablebase_status
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 

@@ -16,11 +16,11 @@ from bestemshe_dist.solve import kernels
 from bestemshe_dist.data.blocks import read_layer_codes
 from bestemshe_dist.data.checksums import FileSums, LayerSums, manifest_record
 from bestemshe_dist.naming import sums_file
-from bestemshe_dist.dist.plan import make_plan
-from bestemshe_dist.dist.driver import solve
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.data.store import Store
 from bestemshe_dist.data.layer_files import encode_distances, encode_layer
-from bestemshe_dist.dist.tasks import Job
+from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.verify.driver import verify
 from conftest import FIXTURE_M40, run_cli

@@ -11,5 +11,5 @@
 - cache.py       the one byte-budgeted, single-flight cache
 
 May import: game/, solve/ (codes to and from bitsets) and the base modules.
-Never dist/, oracle/ or verify/.
+Never run/, cluster/, watch/, oracle/ or verify/.
 """

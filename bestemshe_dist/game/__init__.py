@@ -5,8 +5,8 @@ people write it, and the layer DAG's shape.
 - geometry.py  pairs, partners, capture targets (pure Python)
 - rules.py     sowing, captures, rank and unrank, un-moves (numba)
 - position.py  a position as text and back
+- dag.py       the pairs of a solve in DAG order, its scope (pure Python)
 
-May import: the base modules (errors, naming). Nothing from solve/, data/,
-dist/, oracle/ or verify/. variant.py and geometry.py load no numba, so the
-plan does not either.
+May import: the base modules (errors, naming). Nothing from any other folder.
+variant.py, geometry.py and dag.py load no numba, so the plan does not either.
 """

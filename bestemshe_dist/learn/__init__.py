@@ -4,6 +4,6 @@
 - sample.py   `sample`: Parquet shards of labelled positions, written by Dask tasks
 - match.py    `match`: a policy against the perfect player, from symmetric starts
 
-May import: oracle/, data/, solve/, game/ and the base modules. Never dist/,
-verify/ or serve/ (the command line hands it a Dask client).
+May import: oracle/, data/, solve/, game/ and the base modules. Never run/, cluster/,
+watch/, verify/ or serve/ (the command line hands it a Dask client).
 """

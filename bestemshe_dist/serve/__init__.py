@@ -5,5 +5,5 @@
 - static/    the web explorer (index.html, explorer.js, explorer.css): plain files,
              no build step and no CDN, served at / by app.py
 
-May import: oracle/, data/, game/, solve/ and the base modules. Never dist/ or verify/.
+May import: oracle/, data/, game/, solve/ and the base modules. Never run/, cluster/, watch/ or verify/.
 """

@@ -6,6 +6,6 @@ a pair's state and rounds (a round's decisions are a Delta).
 - prefetch.py  a software prefetch numba can call
 - pair.py      PairState, Delta, the round methods, a whole pair in one process
 
-May import: game/ and the base modules. Never data/ (no bytes, no I/O) or dist/
+May import: game/ and the base modules. Never data/ (no bytes, no I/O) or run/
 (no Dask): kernels see arrays and integers only.
 """

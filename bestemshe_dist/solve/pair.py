@@ -15,7 +15,7 @@ Two ways to run a round decide exactly the same positions:
   stay at 2 bits per position (the largest pairs hold 1.7e10 positions).
 
 The same PairState and Delta serve a small pair solved whole inside one task and
-a large pair whose rounds run as chunk tasks across workers (dist/driver.py, dist/tasks.py).
+a large pair whose rounds run as chunk tasks across workers (run/driver.py, run/tasks.py).
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ class PairState:
            after the other; emptied by take());
     bundles: layer -> (deps, dep_start) as the kernels read them.
     Given no arrays (a small pair solved whole in one task, tests), they are made
-    here; a large pair's live in the host's shared memory (dist/hostpair.py).
+    here; a large pair's live in the host's shared memory (run/hostpair.py).
     with_dtz also keeps each decided position's distance (round + 1), 16 bits
     each: only for pairs solved whole, whose size is at most a chunk; a large
     pair's distances come from its checkpoints at publication (distances_from).

@@ -6,7 +6,7 @@
               independent of the solver's propagation code
 
 May import: game/, solve/ (the code constants), data/ and the base modules.
-Never dist/ (it runs on the client it is given) or oracle/.
+Never run/, cluster/ or watch/ (it runs on the client it is given), or oracle/.
 """
 from .driver import check_options, discover_tablebase, failure_lines, new_seed, summary_line, verify
 from .tasks import DEFAULT_CHUNK_SIZE, VerifyJob

@@ -39,7 +39,7 @@ from ..solve import kernels
 from ..solve.pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
 from . import hostmem
 from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
-from .plan import PairPlan
+from ..game.dag import PairPlan
 
 WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 

@@ -8,7 +8,7 @@ import copy
 import os
 from pathlib import Path
 
-from ...errors import UsageError
+from ..errors import UsageError
 
 
 BACKENDS = ("local", "slurm", "kubernetes")

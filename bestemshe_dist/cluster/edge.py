@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from ...errors import BestemsheError
+from ..errors import BestemsheError
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@
 
 `BestemsheDashboard` is a scheduler plugin. `solve` registers it at run time
 (`Client.register_plugin`; idempotent, so one already there is kept); on a
-cluster, start the scheduler with `dask scheduler --preload bestemshe_dist.dist.dashboard`
+cluster, start the scheduler with `dask scheduler --preload bestemshe_dist.watch.dashboard`
 to have it before any solve connects. The module must be importable on the
 scheduler either way.
 
@@ -478,5 +478,5 @@ def page_link(client, host: str | None = None) -> str | None:
 
 
 async def dask_setup(scheduler) -> None:
-    """`dask scheduler --preload bestemshe_dist.dist.dashboard`: the page from the start."""
+    """`dask scheduler --preload bestemshe_dist.watch.dashboard`: the page from the start."""
     scheduler.add_plugin(BestemsheDashboard(), name=PLUGIN_NAME)

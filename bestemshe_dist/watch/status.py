@@ -16,7 +16,7 @@ from ..data.store import Store, completed_rounds, find_tablebase, read_json
 from ..errors import StoreError
 from ..game.variant import Variant
 from ..naming import LEASE, PAIRS, SOLVE_RECORD, layer_name, parse_pair_dir
-from .plan import make_plan
+from ..game.dag import make_plan
 
 SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
 

@@ -15,13 +15,16 @@ Settings come from a YAML file (`--config`, examples in configs/) and the
 command line, which wins. The file's `storage:` section gives the output URL
 and fsspec options (see `storage_from_config`). Credentials never live in the
 file: it names environment variables, and no error repeats a value.
+
+May import: the base modules (errors) only; the command line hands the Client it
+makes to run/, verify/ and learn/.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 
-from ...errors import BestemsheError, UsageError
+from ..errors import BestemsheError, UsageError
 from .config import (BACKENDS, DEFAULT_DASHBOARD, SHARED_MEMORY_ENV, SHARED_MEMORY_WORKERS, choose_backend, load_config,
                      merge_options, storage_from_config)
 from .edge import dashboard_link

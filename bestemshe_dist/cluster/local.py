@@ -7,7 +7,7 @@ import os
 
 import dask
 
-from ...errors import UsageError
+from ..errors import UsageError
 from .config import DEFAULT_DASHBOARD, NO_DASHBOARD_HTTP, SHARED_MEMORY_WORKERS, dashboard_of
 from .edge import port_taken_is_fine, say_dashboard
 
@@ -35,7 +35,7 @@ def local_cluster_kwargs(config=None, workers=None, threads_per_worker=None, in_
     )
     if not in_process:
         # Worker processes ignore Ctrl-C (the driver stops them) and log to the solve's log file.
-        kwargs["preload"] = ["bestemshe_dist.dist.logs"]
+        kwargs["preload"] = ["bestemshe_dist.watch.logs"]
     if kwargs["dashboard_address"] is None:
         # No dashboard; the scheduler's small HTTP server (/health) stays on loopback.
         kwargs["scheduler_kwargs"] = {"dashboard_address": NO_DASHBOARD_HTTP}

@@ -39,8 +39,8 @@ from ..naming import (
 from ..solve.pair import FRONTIER, SWEEP, choose_mode, chunk_ranges
 from .hostmem import is_private, private_name, remove_spaces
 from .memory import gib, pair_memory, together
-from .plan import PairPlan, Plan
-from .progress import Progress
+from ..game.dag import PairPlan, Plan
+from ..watch.progress import Progress
 from .tasks import (
     Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task, host_memory_bytes,
     host_memory_room, host_ram_bytes, host_tag, peak_rss_bytes, publish_layer_task, publish_part_task, round_chunk_task,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ...errors import BestemsheError, UsageError
+from ..errors import BestemsheError, UsageError
 from .config import DEFAULT_WAIT_SECONDS, SHARED_MEMORY_ENV, path_of, positive, scaling_of, secret_keys, wait_seconds
 from .edge import apply_scaling, say_dashboard, wait_for_workers
 

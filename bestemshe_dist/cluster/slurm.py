@@ -5,7 +5,7 @@ import contextlib
 import shutil
 import sys
 
-from ...errors import BestemsheError, UsageError
+from ..errors import BestemsheError, UsageError
 from .config import (DEFAULT_DASHBOARD, DEFAULT_WAIT_SECONDS, NO_DASHBOARD_HTTP, SHARED_MEMORY_ENV, dashboard_of,
                      path_of, positive, scaling_of, wait_seconds)
 from .edge import apply_scaling, port_taken_is_fine, say_dashboard, wait_for_workers

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..game.variant import Variant
 from ..naming import layer_name
 from .hostmem import page_round
-from .plan import PairPlan, Plan
+from ..game.dag import PairPlan, Plan
 
 GiB = 1 << 30
 # A worker process before it holds any layer: Python, numpy, numba with the

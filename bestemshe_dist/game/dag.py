@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..game.geometry import capture_targets, pair_layers
-from ..game.variant import Variant
+from .geometry import capture_targets, pair_layers
+from .variant import Variant
 from ..naming import layer_name, pair_key
 
 
