@@ -16,6 +16,7 @@ on one core, best of a few repeats:
   in a copy without them;
 - the CLI: `bestemshe-dist probe` wall time, with and without checksum files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,11 +34,11 @@ from bestemshe_dist import Tablebase
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.data.blocks import read_layer_codes
 from bestemshe_dist.data.checksums import digest
-from bestemshe_dist.game.position import Position
-from bestemshe_dist.data.store import Store
 from bestemshe_dist.data.layer_files import codes_from_bitsets
-from bestemshe_dist.naming import layer_file
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.game.position import Position
 from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.naming import layer_file
 
 
 def _best(fn, repeats=3):
@@ -54,7 +55,7 @@ def frames_of(folder: Path):
     for path in sorted(folder.glob("layer_*_*_*.bin")):
         data = path.read_bytes()
         offsets = fmt.parse_header(data, len(data), path.name)
-        out += [data[offsets[b]:offsets[b + 1]] for b in range(len(offsets) - 1)]
+        out += [data[offsets[b] : offsets[b + 1]] for b in range(len(offsets) - 1)]
     return out
 
 
@@ -72,39 +73,54 @@ def main(argv=None) -> int:
 
     frames = frames_of(folder)
     compressed = sum(len(f) for f in frames)
+
     def hash_all():
         for f in frames:
             digest(f)
 
-    def decode_all():      # each block dropped at once, as a reader does: no page faults for 4 MiB each
+    def decode_all():  # each block dropped at once, as a reader does: no page faults for 4 MiB each
         for f in frames:
             fmt.decode_block(f, "f", 0)
+
     hash_s, decode_s = _best(hash_all), _best(decode_all)
-    result["hash"] = {"frames": len(frames), "compressed_bytes": compressed, "raw_bytes": len(frames) * fmt.BLOCK_BYTES,
-                      "blake2b_seconds": round(hash_s, 4), "decompress_seconds": round(decode_s, 4),
-                      "blake2b_GB_per_s": round(compressed / hash_s / 1e9, 3),
-                      "overhead_of_decompress": round(hash_s / decode_s, 4)}
+    result["hash"] = {
+        "frames": len(frames),
+        "compressed_bytes": compressed,
+        "raw_bytes": len(frames) * fmt.BLOCK_BYTES,
+        "blake2b_seconds": round(hash_s, 4),
+        "decompress_seconds": round(decode_s, 4),
+        "blake2b_GB_per_s": round(compressed / hash_s / 1e9, 3),
+        "overhead_of_decompress": round(hash_s / decode_s, 4),
+    }
 
     store = Store(str(folder))
 
     def unchecked():
         for k1, k2 in layers:
             n = variant.layer_size(k1, k2)
-            bits = [fmt.decode_file((folder / layer_file(k1, k2, kind)).read_bytes(), kind, n)
-                    for kind in ("win", "draw")]
+            bits = [
+                fmt.decode_file((folder / layer_file(k1, k2, kind)).read_bytes(), kind, n)
+                for kind in ("win", "draw")
+            ]
             codes_from_bitsets(*bits, n, k1, k2)
 
     def checked():
         for layer in layers:
             read_layer_codes(store, variant, *layer)
+
     plain_s, checked_s = _best(unchecked), _best(checked)
-    result["whole_layers"] = {"unchecked_seconds": round(plain_s, 3), "checked_seconds": round(checked_s, 3),
-                              "ratio": round(checked_s / plain_s, 4)}
+    result["whole_layers"] = {
+        "unchecked_seconds": round(plain_s, 3),
+        "checked_seconds": round(checked_s, 3),
+        "ratio": round(checked_s / plain_s, 4),
+    }
 
     rng = np.random.default_rng(1)
     picks = [layers[i] for i in rng.integers(0, len(layers), args.probes)]
-    positions = [Position.from_rank(variant, k1, k2, int(rng.integers(0, variant.layer_size(k1, k2))))
-                 for k1, k2 in picks]
+    positions = [
+        Position.from_rank(variant, k1, k2, int(rng.integers(0, variant.layer_size(k1, k2))))
+        for k1, k2 in picks
+    ]
     bare = Path(tempfile.mkdtemp(prefix="bestemshe-bare-")) / "tb"
     shutil.copytree(folder, bare, ignore=shutil.ignore_patterns("*.sums.json", ".bestemshe"))
     m = json.loads((bare / "manifest.json").read_text())
@@ -115,30 +131,49 @@ def main(argv=None) -> int:
     def cold(where):
         for pos in positions:
             Tablebase.open(str(where)).probe(pos)
+
     with_s, without_s = _best(lambda: cold(folder)), _best(lambda: cold(bare))
-    result["cold_probe"] = {"probes": len(positions), "with_checksums_ms": round(1000 * with_s / len(positions), 3),
-                            "without_ms": round(1000 * without_s / len(positions), 3),
-                            "ratio": round(with_s / without_s, 4)}
+    result["cold_probe"] = {
+        "probes": len(positions),
+        "with_checksums_ms": round(1000 * with_s / len(positions), 3),
+        "without_ms": round(1000 * without_s / len(positions), 3),
+        "ratio": round(with_s / without_s, 4),
+    }
 
     def cli(where):
-        subprocess.run([sys.executable, "-m", "bestemshe_dist", "probe", str(where), str(positions[0])],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "bestemshe_dist", "probe", str(where), str(positions[0])],
+            check=True,
+            capture_output=True,
+        )
+
     cli_with, cli_without = _best(lambda: cli(folder)), _best(lambda: cli(bare))
-    result["cli_probe"] = {"with_checksums_s": round(cli_with, 3), "without_s": round(cli_without, 3),
-                           "ratio": round(cli_with / cli_without, 4)}
+    result["cli_probe"] = {
+        "with_checksums_s": round(cli_with, 3),
+        "without_s": round(cli_without, 3),
+        "ratio": round(cli_with / cli_without, 4),
+    }
     shutil.rmtree(bare.parent)
 
     if args.json:
         print(json.dumps(result, indent=1))
     else:
         h, w, c, p = result["hash"], result["whole_layers"], result["cold_probe"], result["cli_probe"]
-        print(f"{folder}: {len(layers)} layers, {h['frames']} frames, {h['compressed_bytes']:,} compressed bytes")
-        print(f"  BLAKE2b-128: {h['blake2b_GB_per_s']} GB/s; {h['overhead_of_decompress']:.1%} of decompressing "
-              f"the same frames ({h['blake2b_seconds']}s vs {h['decompress_seconds']}s)")
-        print(f"  whole layers: {w['checked_seconds']}s checked vs {w['unchecked_seconds']}s unchecked "
-              f"(x{w['ratio']})")
-        print(f"  cold probe: {c['with_checksums_ms']} ms with checksums vs {c['without_ms']} ms without "
-              f"(x{c['ratio']})")
+        print(
+            f"{folder}: {len(layers)} layers, {h['frames']} frames, {h['compressed_bytes']:,} compressed bytes"
+        )
+        print(
+            f"  BLAKE2b-128: {h['blake2b_GB_per_s']} GB/s; {h['overhead_of_decompress']:.1%} of decompressing "
+            f"the same frames ({h['blake2b_seconds']}s vs {h['decompress_seconds']}s)"
+        )
+        print(
+            f"  whole layers: {w['checked_seconds']}s checked vs {w['unchecked_seconds']}s unchecked "
+            f"(x{w['ratio']})"
+        )
+        print(
+            f"  cold probe: {c['with_checksums_ms']} ms with checksums vs {c['without_ms']} ms without "
+            f"(x{c['ratio']})"
+        )
         print(f"  CLI probe: {p['with_checksums_s']}s vs {p['without_s']}s (x{p['ratio']})")
     return 0
 

@@ -20,6 +20,7 @@ position; --publish-core-seconds adds publication's level-19 compression
 (the sum of every child rank) equals one made with rules.move_rank, so the
 loop does the kernel's work and not less.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,14 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
-from numba import literally, njit  # noqa: E402
+import numpy as np
+from numba import literally, njit
 
-from bestemshe_dist.solve import kernels  # noqa: E402
-from bestemshe_dist.game.geometry import capture_targets  # noqa: E402
-from bestemshe_dist.solve.pair import dep_bundle  # noqa: E402
-from bestemshe_dist.game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, successor, unrank  # noqa: E402
-from bestemshe_dist.game.variant import Variant  # noqa: E402
+from bestemshe_dist.game.geometry import capture_targets
+from bestemshe_dist.game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, successor, unrank
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve.pair import dep_bundle
 
 
 @njit(cache=True, nogil=True)
@@ -85,9 +86,11 @@ def reference_checksum(variant: Variant, k1: int, k2: int, limit: int) -> int:
     total = 0
     for x in range(min(limit, variant.layer_size(k1, k2))):
         unrank(x, stones, variant.binom, board)
-        opponent = int(board[variant.pits:].sum())
+        opponent = int(board[variant.pits :].sum())
         for pit in range(variant.pits):
-            outcome, _, child = move_rank(board, opponent, pit, variant.pits, k1, variant.win_kazan, variant.binom)
+            outcome, _, child = move_rank(
+                board, opponent, pit, variant.pits, k1, variant.win_kazan, variant.binom
+            )
             if outcome == MOVE_ON:
                 total += int(child)
     return total
@@ -115,12 +118,21 @@ def measure(variant: Variant, k1: int, k2: int) -> dict:
     own = kernels.new_codes(size)
     other = kernels.new_codes(v.layer_size(k2, k1))
     out = kernels.new_codes(size)
-    sweep_s, (_, _, evaluated) = timed(kernels.sweep_range, (
-        v.pits, v.win_kazan, k1, stones, 0, size, own, other, deps, start, v.binom, out, 0, False), 5)
-    return {"layer": f"{k1}_{k2}", "positions": size, "evaluated": int(evaluated), "checksum": int(checksum),
-            "walk_ns": 1e9 * walk_s / size, "arithmetic_ns": 1e9 * arith_s / size,
-            "sweep_ns": 1e9 * sweep_s / size,
-            "seconds": {"walk": walk_s, "arithmetic": arith_s, "sweep": sweep_s}}
+    sweep_s, (_, _, evaluated) = timed(
+        kernels.sweep_range,
+        (v.pits, v.win_kazan, k1, stones, 0, size, own, other, deps, start, v.binom, out, 0, False),
+        5,
+    )
+    return {
+        "layer": f"{k1}_{k2}",
+        "positions": size,
+        "evaluated": int(evaluated),
+        "checksum": int(checksum),
+        "walk_ns": 1e9 * walk_s / size,
+        "arithmetic_ns": 1e9 * arith_s / size,
+        "sweep_ns": 1e9 * sweep_s / size,
+        "seconds": {"walk": walk_s, "arithmetic": arith_s, "sweep": sweep_s},
+    }
 
 
 def main(argv=None) -> int:
@@ -128,13 +140,26 @@ def main(argv=None) -> int:
     parser.add_argument("--stones", type=int, default=50)
     parser.add_argument("--pits", type=int, default=5)
     parser.add_argument("--layer", type=int, nargs=2, default=(8, 12), metavar=("K1", "K2"))
-    parser.add_argument("--evaluations", type=float, default=2.03,
-                        help="evaluations per position of a pair's rounds (pair 8-12: 2.03)")
-    parser.add_argument("--publish-core-seconds", type=float, default=0.0,
-                        help="core-seconds of publication to add (pair 8-12 through the CLI: about 64)")
+    parser.add_argument(
+        "--evaluations",
+        type=float,
+        default=2.03,
+        help="evaluations per position of a pair's rounds (pair 8-12: 2.03)",
+    )
+    parser.add_argument(
+        "--publish-core-seconds",
+        type=float,
+        default=0.0,
+        help="core-seconds of publication to add (pair 8-12 through the CLI: about 64)",
+    )
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--check", type=int, default=0, metavar="N",
-                        help="also check the arithmetic checksum on the first N ranks against rules.move_rank")
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also check the arithmetic checksum on the first N ranks against rules.move_rank",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     variant = Variant(args.stones, args.pits)
@@ -142,17 +167,33 @@ def main(argv=None) -> int:
     report = measure(variant, *args.layer)
     if args.check:
         limit = min(args.check, report["positions"])
-        part = kernels.call_specialized(arithmetic, (variant.pits, variant.win_kazan, args.layer[0],
-                                                     variant.board_stones(*args.layer), 0, limit, variant.binom))
-        report["check"] = {"ranks": limit, "kernel": int(part),
-                           "reference": reference_checksum(variant, *args.layer, limit)}
+        part = kernels.call_specialized(
+            arithmetic,
+            (
+                variant.pits,
+                variant.win_kazan,
+                args.layer[0],
+                variant.board_stones(*args.layer),
+                0,
+                limit,
+                variant.binom,
+            ),
+        )
+        report["check"] = {
+            "ranks": limit,
+            "kernel": int(part),
+            "reference": reference_checksum(variant, *args.layer, limit),
+        }
     # Floors for a pair of two such layers (both layers the size of this one).
     pair_positions = report["positions"] + variant.layer_size(*reversed(args.layer))
     arith_floor = args.evaluations * pair_positions * report["arithmetic_ns"] * 1e-9
     sweep_floor = args.evaluations * pair_positions * report["sweep_ns"] * 1e-9
     report["floor"] = {
-        "evaluations_per_position": args.evaluations, "pair_positions": pair_positions, "cores": args.cores,
-        "arithmetic_core_seconds": arith_floor, "evaluations_core_seconds": sweep_floor,
+        "evaluations_per_position": args.evaluations,
+        "pair_positions": pair_positions,
+        "cores": args.cores,
+        "arithmetic_core_seconds": arith_floor,
+        "evaluations_core_seconds": sweep_floor,
         "publish_core_seconds": args.publish_core_seconds,
         "wall_seconds_arithmetic_only": (arith_floor + args.publish_core_seconds) / args.cores,
         "wall_seconds_with_reads": (sweep_floor + args.publish_core_seconds) / args.cores,
@@ -162,13 +203,17 @@ def main(argv=None) -> int:
     else:
         f = report["floor"]
         print(f"layer {report['layer']}: {report['positions']:,} positions, one core")
-        print(f"  walk {report['walk_ns']:.1f} ns, arithmetic of every move {report['arithmetic_ns']:.1f} ns, "
-              f"full evaluation (sweep) {report['sweep_ns']:.1f} ns per position")
-        print(f"  pair of {pair_positions:,} positions at {args.evaluations} evaluations each: arithmetic alone "
-              f"{f['arithmetic_core_seconds']:.1f} core-s, with the reads {f['evaluations_core_seconds']:.1f} "
-              f"core-s; + publication {args.publish_core_seconds:.1f} core-s -> at least "
-              f"{f['wall_seconds_arithmetic_only']:.1f} s (arithmetic only) / {f['wall_seconds_with_reads']:.1f} s "
-              f"(with reads) on {args.cores} cores")
+        print(
+            f"  walk {report['walk_ns']:.1f} ns, arithmetic of every move {report['arithmetic_ns']:.1f} ns, "
+            f"full evaluation (sweep) {report['sweep_ns']:.1f} ns per position"
+        )
+        print(
+            f"  pair of {pair_positions:,} positions at {args.evaluations} evaluations each: arithmetic alone "
+            f"{f['arithmetic_core_seconds']:.1f} core-s, with the reads {f['evaluations_core_seconds']:.1f} "
+            f"core-s; + publication {args.publish_core_seconds:.1f} core-s -> at least "
+            f"{f['wall_seconds_arithmetic_only']:.1f} s (arithmetic only) / {f['wall_seconds_with_reads']:.1f} s "
+            f"(with reads) on {args.cores} cores"
+        )
         if "check" in report:
             c = report["check"]
             print(f"  checksum over {c['ranks']:,} ranks: kernel {c['kernel']}, move_rank {c['reference']}")

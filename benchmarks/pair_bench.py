@@ -21,6 +21,7 @@ core-second (of the wall time, on the cores it used), peak RSS (per worker for
 the CLI); the CLI's breakdown; and the one-process/CLI ratio. Both must reach
 the same win/draw/loss counts for each layer (exit 1 otherwise).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,14 +40,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_process(args) -> dict:
     """Child process: the pair solved whole in memory on one core."""
-    from bestemshe_dist.solve import kernels
     from bestemshe_dist.data.blocks import read_layer_codes
-    from bestemshe_dist.run.hostpair import fill_synthetic
-    from bestemshe_dist.solve.pair import FRONTIER, solve_pair
-    from bestemshe_dist.game.dag import pair_plan
     from bestemshe_dist.data.store import Store
-    from bestemshe_dist.run.tasks import warm_up
+    from bestemshe_dist.game.dag import pair_plan
     from bestemshe_dist.game.variant import Variant
+    from bestemshe_dist.run.hostpair import fill_synthetic
+    from bestemshe_dist.run.tasks import warm_up
+    from bestemshe_dist.solve import kernels
+    from bestemshe_dist.solve.pair import FRONTIER, solve_pair
 
     warm_up(args.pits)
     variant = Variant(args.stones, args.pits)
@@ -63,18 +64,30 @@ def one_process(args) -> dict:
     loaded = time.perf_counter() - start
     marks = []
     start = time.perf_counter()
-    result = solve_pair(variant, pair.a, pair.b, deps, method=FRONTIER,
-                        on_round=lambda round_, deltas: marks.append(time.perf_counter() - start))
+    result = solve_pair(
+        variant,
+        pair.a,
+        pair.b,
+        deps,
+        method=FRONTIER,
+        on_round=lambda round_, deltas: marks.append(time.perf_counter() - start),
+    )
     seconds = time.perf_counter() - start
     counts = {}
     for layer, codes in result.codes.items():
         wins, losses, undecided = kernels.count_codes(codes, variant.layer_size(*layer))
         counts[f"{layer[0]}_{layer[1]}"] = {"win": int(wins), "draw": int(undecided), "loss": int(losses)}
     round_seconds = [b - a for a, b in zip([0.0] + marks[:-1], marks)]
-    return {"seconds": seconds, "load_seconds": loaded, "rounds": result.rounds, "modes": result.modes,
-            "evaluations": int(result.evaluations), "counts": counts,
-            "round_seconds": [round(s, 3) for s in round_seconds],
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {
+        "seconds": seconds,
+        "load_seconds": loaded,
+        "rounds": result.rounds,
+        "modes": result.modes,
+        "evaluations": int(result.evaluations),
+        "counts": counts,
+        "round_seconds": [round(s, 3) for s in round_seconds],
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
 
 
 def copy_deps(src: Path, dst: Path, deps) -> None:
@@ -96,10 +109,27 @@ _STAMP = re.compile(r"^\[\s*([0-9.]+)s\] (.*)$")
 
 
 def through_cli(args, out: Path) -> dict:
-    cmd = [sys.executable, "-m", "bestemshe_dist", "solve", "--stones", str(args.stones), "--pits",
-           str(args.pits), "--pair", str(args.pair[0]), str(args.pair[1]), "--out", str(out),
-           "--workers", str(args.workers), "--threads-per-worker", str(args.threads_per_worker),
-           "--dashboard-address", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bestemshe_dist",
+        "solve",
+        "--stones",
+        str(args.stones),
+        "--pits",
+        str(args.pits),
+        "--pair",
+        str(args.pair[0]),
+        str(args.pair[1]),
+        "--out",
+        str(out),
+        "--workers",
+        str(args.workers),
+        "--threads-per-worker",
+        str(args.threads_per_worker),
+        "--dashboard-address",
+        "none",
+    ]
     if args.synthetic_deps is not None:
         cmd += ["--synthetic-deps", str(args.synthetic_deps)]
     start = time.perf_counter()
@@ -111,28 +141,44 @@ def through_cli(args, out: Path) -> dict:
     ready = next(float(t) for t, text in lines if text.startswith("kernels ready"))
     published = max(float(t) for t, text in lines if re.match(r"layer \d+_\d+ done", text))
     rss = next((text for _, text in lines if text.startswith("peak RSS per worker")), "")
-    per_worker = [int(x.replace(",", "")) * 2**20 for x in re.findall(r"[\d,]+", rss.split(":", 1)[-1])
-                  if x.strip(",")]
+    per_worker = [
+        int(x.replace(",", "")) * 2**20 for x in re.findall(r"[\d,]+", rss.split(":", 1)[-1]) if x.strip(",")
+    ]
     # "pair-8-12 round 3 (frontier, 40 of 540 chunks): 1,234 decided, about 5 left, 1.23s"
-    per_round = [(m.group(1), float(m.group(2))) for _, text in lines
-                 for m in [re.match(r"pair-\d+-\d+ round \d+ \((\w+),.*, ([0-9.]+)s$", text)] if m]
+    per_round = [
+        (m.group(1), float(m.group(2)))
+        for _, text in lines
+        for m in [re.match(r"pair-\d+-\d+ round \d+ \((\w+),.*, ([0-9.]+)s$", text)]
+        if m
+    ]
     # "pair-8-12: publishing after 75 rounds; its tasks' time: kernel 180.1, sources 6.3, sync 8.5 s; ..."
     phases = {}
     for _, text in lines:
-        m = re.match(r"pair-\d+-\d+: publishing after \d+ rounds; its tasks' time: (.*) s; waited on flushes "
-                     r"([0-9.]+) s", text)
+        m = re.match(
+            r"pair-\d+-\d+: publishing after \d+ rounds; its tasks' time: (.*) s; waited on flushes "
+            r"([0-9.]+) s",
+            text,
+        )
         if m:
             phases = {k: float(v) for k, v in (item.rsplit(" ", 1) for item in m.group(1).split(", "))}
             phases["flush_wait"] = float(m.group(2))
     manifest = json.loads((out / "manifest.json").read_text())
     entries = [manifest["layers"][f"{k1}_{k2}"] for k1, k2 in args.layers]
-    rounds = entries[0]["solve_seconds"]   # the pair's rounds, as the driver (or its one task) timed them
-    return {"wall_seconds": wall, "start_seconds": ready, "rounds_seconds": rounds,
-            "publish_seconds": published - ready - rounds, "after_seconds": wall - published,
-            "rounds": entries[0]["rounds"], "evaluations": entries[0]["evaluations"],  # the pair's, in each entry
-            "counts": {f"{e['k1']}_{e['k2']}": e["counts"] for e in entries},
-            "peak_rss_per_worker": per_worker, "round_modes": [mode for mode, _ in per_round],
-            "round_seconds": [seconds for _, seconds in per_round], "task_phases": phases}
+    rounds = entries[0]["solve_seconds"]  # the pair's rounds, as the driver (or its one task) timed them
+    return {
+        "wall_seconds": wall,
+        "start_seconds": ready,
+        "rounds_seconds": rounds,
+        "publish_seconds": published - ready - rounds,
+        "after_seconds": wall - published,
+        "rounds": entries[0]["rounds"],
+        "evaluations": entries[0]["evaluations"],  # the pair's, in each entry
+        "counts": {f"{e['k1']}_{e['k2']}": e["counts"] for e in entries},
+        "peak_rss_per_worker": per_worker,
+        "round_modes": [mode for mode, _ in per_round],
+        "round_seconds": [seconds for _, seconds in per_round],
+        "task_phases": phases,
+    }
 
 
 def by_mode(modes, seconds) -> dict:
@@ -154,13 +200,16 @@ def main(argv=None) -> int:
     # The CLI's own default (one process, a thread per core) unless given.
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--threads-per-worker", type=int, default=None)
-    parser.add_argument("--skip-one-process", action="store_true", help="only the CLI (for the largest pairs)")
+    parser.add_argument(
+        "--skip-one-process", action="store_true", help="only the CLI (for the largest pairs)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     # what the CLI's local cluster does with what is given (with neither: one process,
     # a thread per core; with --workers W alone, W processes of one thread)
     from bestemshe_dist.cluster import local_cluster_kwargs
+
     cluster = local_cluster_kwargs(None, args.workers, args.threads_per_worker, dashboard_address="none")
     args.workers, args.threads_per_worker = cluster["n_workers"], cluster["threads_per_worker"]
     if args.one:
@@ -174,22 +223,35 @@ def main(argv=None) -> int:
     pair = pair_plan(variant, *args.pair)
     args.layers = pair.layers
     positions = pair.positions
-    report = {"pair": pair.key, "positions": positions, "dep_positions": pair.dep_positions,
-              "workers": args.workers, "threads_per_worker": args.threads_per_worker,
-              "deps": "synthetic" if args.synthetic_deps is not None else "solved"}
+    report = {
+        "pair": pair.key,
+        "positions": positions,
+        "dep_positions": pair.dep_positions,
+        "workers": args.workers,
+        "threads_per_worker": args.threads_per_worker,
+        "deps": "synthetic" if args.synthetic_deps is not None else "solved",
+    }
     if not args.skip_one_process:
-        child = subprocess.run([sys.executable, __file__, "--one", *(argv or sys.argv[1:])],
-                               cwd=ROOT, capture_output=True, text=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--one", *(argv or sys.argv[1:])],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         if child.returncode != 0:
             raise SystemExit(f"the one-process run failed: {child.stderr.strip()[-2000:]}")
         one = json.loads(child.stdout.strip().splitlines()[-1])
         report["one_process"] = {
-            "seconds": round(one["seconds"], 2), "load_seconds": round(one["load_seconds"], 2),
-            "rounds": one["rounds"], "sweep_rounds": one["modes"].count("sweep"),
+            "seconds": round(one["seconds"], 2),
+            "load_seconds": round(one["load_seconds"], 2),
+            "rounds": one["rounds"],
+            "sweep_rounds": one["modes"].count("sweep"),
             "evaluations_per_position": round(one["evaluations"] / positions, 3),
             "positions_per_core_second": round(positions / one["seconds"]),
-            "peak_rss_bytes": one["peak_rss_bytes"], "round_seconds": one["round_seconds"],
-            "counts": one["counts"]}
+            "peak_rss_bytes": one["peak_rss_bytes"],
+            "round_seconds": one["round_seconds"],
+            "counts": one["counts"],
+        }
     with tempfile.TemporaryDirectory(prefix="bestemshe-pair-bench-") as tmp:
         out = Path(tmp) / "out"
         if args.deps:
@@ -197,53 +259,68 @@ def main(argv=None) -> int:
         cli = through_cli(args, out)
     cores = args.workers * args.threads_per_worker
     report["cli"] = {
-        "wall_seconds": round(cli["wall_seconds"], 2), "start_seconds": round(cli["start_seconds"], 2),
-        "rounds_seconds": round(cli["rounds_seconds"], 2), "publish_seconds": round(cli["publish_seconds"], 2),
-        "exit_seconds": round(cli["after_seconds"], 2), "rounds": cli["rounds"],
+        "wall_seconds": round(cli["wall_seconds"], 2),
+        "start_seconds": round(cli["start_seconds"], 2),
+        "rounds_seconds": round(cli["rounds_seconds"], 2),
+        "publish_seconds": round(cli["publish_seconds"], 2),
+        "exit_seconds": round(cli["after_seconds"], 2),
+        "rounds": cli["rounds"],
         "evaluations_per_position": round(cli["evaluations"] / positions, 3),
         "positions_per_core_second": round(positions / (cli["wall_seconds"] * cores)),
         "round_positions_per_core_second": round(positions / max(cli["rounds_seconds"], 1e-9) / cores),
-        "peak_rss_per_worker": cli["peak_rss_per_worker"], "counts": cli["counts"],
+        "peak_rss_per_worker": cli["peak_rss_per_worker"],
+        "counts": cli["counts"],
         "round_seconds": cli["round_seconds"],
         # the round tasks' seconds by phase, summed over threads, and the wall time
         # the rounds waited on flushes
-        "task_phases": cli["task_phases"]}
+        "task_phases": cli["task_phases"],
+    }
     if "one_process" in report:
         report["one_process"]["mode_seconds"] = by_mode(one["modes"], one["round_seconds"])
     report["cli"]["mode_seconds"] = by_mode(cli["round_modes"], cli["round_seconds"])
     same = "one_process" not in report or report["one_process"]["counts"] == cli["counts"]
     report["identical_counts"] = same
     if "one_process" in report:
-        report["cli_over_one_process_rate"] = round(report["cli"]["positions_per_core_second"]
-                                                    / report["one_process"]["positions_per_core_second"], 3)
+        report["cli_over_one_process_rate"] = round(
+            report["cli"]["positions_per_core_second"] / report["one_process"]["positions_per_core_second"], 3
+        )
     if args.json:
         print(json.dumps(report, indent=1))
         return 0 if same else 1
-    print(f"{pair.key}: {positions:,} positions, {pair.dep_positions:,} in its dependencies ({report['deps']})")
+    print(
+        f"{pair.key}: {positions:,} positions, {pair.dep_positions:,} in its dependencies ({report['deps']})"
+    )
     if "one_process" in report:
         o = report["one_process"]
-        print(f"  one process, 1 core: {o['seconds']:.1f} s ({o['load_seconds']:.1f} s loading before), "
-              f"{o['rounds']} rounds ({o['sweep_rounds']} sweeps), {o['evaluations_per_position']} "
-              f"evaluations/position, {o['positions_per_core_second'] / 1e6:.2f}M positions/core-s, "
-              f"peak RSS {o['peak_rss_bytes'] / 2**20:,.0f} MiB")
+        print(
+            f"  one process, 1 core: {o['seconds']:.1f} s ({o['load_seconds']:.1f} s loading before), "
+            f"{o['rounds']} rounds ({o['sweep_rounds']} sweeps), {o['evaluations_per_position']} "
+            f"evaluations/position, {o['positions_per_core_second'] / 1e6:.2f}M positions/core-s, "
+            f"peak RSS {o['peak_rss_bytes'] / 2**20:,.0f} MiB"
+        )
     c = report["cli"]
-    print(f"  CLI, {args.workers} x {args.threads_per_worker}: {c['wall_seconds']:.1f} s = start "
-          f"{c['start_seconds']:.1f} + rounds {c['rounds_seconds']:.1f} + publication {c['publish_seconds']:.1f}"
-          f" + exit {c['exit_seconds']:.1f}; {c['rounds']} rounds, {c['evaluations_per_position']} "
-          f"evaluations/position, {c['positions_per_core_second'] / 1e6:.2f}M positions/core-s "
-          f"({c['round_positions_per_core_second'] / 1e6:.2f}M in rounds), peak RSS per worker "
-          f"{', '.join(f'{r / 2**20:,.0f}' for r in c['peak_rss_per_worker'])} MiB")
+    print(
+        f"  CLI, {args.workers} x {args.threads_per_worker}: {c['wall_seconds']:.1f} s = start "
+        f"{c['start_seconds']:.1f} + rounds {c['rounds_seconds']:.1f} + publication {c['publish_seconds']:.1f}"
+        f" + exit {c['exit_seconds']:.1f}; {c['rounds']} rounds, {c['evaluations_per_position']} "
+        f"evaluations/position, {c['positions_per_core_second'] / 1e6:.2f}M positions/core-s "
+        f"({c['round_positions_per_core_second'] / 1e6:.2f}M in rounds), peak RSS per worker "
+        f"{', '.join(f'{r / 2**20:,.0f}' for r in c['peak_rss_per_worker'])} MiB"
+    )
     for name, row in (("one process", report.get("one_process")), ("CLI", c)):
         if row is not None:
-            print(f"  {name}, seconds in rounds by kind: "
-                  + ", ".join(f"{mode} {s:.1f}" for mode, s in row["mode_seconds"].items()))
+            print(
+                f"  {name}, seconds in rounds by kind: "
+                + ", ".join(f"{mode} {s:.1f}" for mode, s in row["mode_seconds"].items())
+            )
     if c["task_phases"]:
-        print("  CLI, round tasks' core-seconds by phase: "
-              + ", ".join(f"{k} {v:.1f}" for k, v in c["task_phases"].items() if k != "flush_wait")
-              + f"; wall seconds waiting on flushes {c['task_phases'].get('flush_wait', 0.0):.1f}")
+        print(
+            "  CLI, round tasks' core-seconds by phase: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in c["task_phases"].items() if k != "flush_wait")
+            + f"; wall seconds waiting on flushes {c['task_phases'].get('flush_wait', 0.0):.1f}"
+        )
     if "cli_over_one_process_rate" in report:
-        print(f"  CLI rate / one-process rate: {report['cli_over_one_process_rate']}; "
-              f"same counts: {same}")
+        print(f"  CLI rate / one-process rate: {report['cli_over_one_process_rate']}; same counts: {same}")
     return 0 if same else 1
 
 

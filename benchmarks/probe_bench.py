@@ -10,6 +10,7 @@ go through probe_many, on a fresh Tablebase (blocks read as needed) and again
 (blocks cached), and must equal one-by-one probes of the first 2,000. Prints
 microseconds per call and calls (positions) per second.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,14 +25,17 @@ def layers_present(tb) -> list[tuple[int, int]]:
     if tb.manifest is not None:
         return sorted((e["k1"], e["k2"]) for e in tb.manifest["layers"].values())
     names = tb.store.fs.ls(tb.store.root or ".", detail=False)
-    found = {tuple(map(int, m.groups())) for m in
-             (re.search(r"layer_(\d+)_(\d+)_win\.bin$", str(n)) for n in names) if m}
+    found = {
+        tuple(map(int, m.groups()))
+        for m in (re.search(r"layer_(\d+)_(\d+)_win\.bin$", str(n)) for n in names)
+        if m
+    }
     return sorted(found)
 
 
 def main() -> int:
-    from bestemshe_dist.oracle.tablebase import Tablebase
     from bestemshe_dist.game.position import Position
+    from bestemshe_dist.oracle.tablebase import Tablebase
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")
@@ -87,7 +91,7 @@ def main() -> int:
         rows[i, :2] = k1, k2
         rows[i, 2:] = board
     fresh = Tablebase.open(args.url)
-    fresh.probe_many(rows[:1])          # compiles rank_rows (numba's cache, first time only)
+    fresh.probe_many(rows[:1])  # compiles rank_rows (numba's cache, first time only)
     fresh = Tablebase.open(args.url)
     start = time.perf_counter()
     batch = fresh.probe_many(rows)
@@ -99,22 +103,33 @@ def main() -> int:
         print("probe_bench: probe_many differs from probe", file=sys.stderr)
         return 1
 
-    result = {"url": tb.url, "layers": len(layers), "probes": len(positions),
-              "batch": args.batch, "probe_many_per_second_cold": round(args.batch / batch_cold),
-              "probe_many_per_second": round(args.batch / batch_warm),
-              "cold_probe_us": round(cold * 1e6, 1), "cached_probe_us": round(warm * 1e6, 2),
-              "cached_probes_per_second": round(1 / warm), "best_move_us": round(best * 1e6, 1),
-              "cached_bytes": tb.cached_bytes}
+    result = {
+        "url": tb.url,
+        "layers": len(layers),
+        "probes": len(positions),
+        "batch": args.batch,
+        "probe_many_per_second_cold": round(args.batch / batch_cold),
+        "probe_many_per_second": round(args.batch / batch_warm),
+        "cold_probe_us": round(cold * 1e6, 1),
+        "cached_probe_us": round(warm * 1e6, 2),
+        "cached_probes_per_second": round(1 / warm),
+        "best_move_us": round(best * 1e6, 1),
+        "cached_bytes": tb.cached_bytes,
+    }
     if args.json:
         print(json.dumps(result, indent=1))
     else:
         print(f"{tb.url}: {len(layers)} layers, {len(positions):,} random positions")
         print(f"  cold probe (headers + one block read):  {result['cold_probe_us']:>10,.1f} us")
-        print(f"  probe of a cached block:                {result['cached_probe_us']:>10,.2f} us "
-              f"({result['cached_probes_per_second']:,}/s)")
+        print(
+            f"  probe of a cached block:                {result['cached_probe_us']:>10,.2f} us "
+            f"({result['cached_probes_per_second']:,}/s)"
+        )
         print(f"  best move (every child probed, cached): {result['best_move_us']:>10,.1f} us")
-        print(f"  probe_many, {args.batch:,} positions:     {result['probe_many_per_second']:>10,} positions/s "
-              f"(blocks cached; {result['probe_many_per_second_cold']:,}/s reading them)")
+        print(
+            f"  probe_many, {args.batch:,} positions:     {result['probe_many_per_second']:>10,} positions/s "
+            f"(blocks cached; {result['probe_many_per_second_cold']:,}/s reading them)"
+        )
     return 0
 
 

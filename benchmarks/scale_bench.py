@@ -31,6 +31,7 @@ bounds: the solve of k1 + k2 >= 16 on this machine took 1.36 times its projectio
 The acceptance run: python benchmarks/scale_bench.py --pair 6 10 --rounds 3 --workers 1
 --threads-per-worker 2 --json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,12 +44,12 @@ import time
 from pathlib import Path
 
 from bestemshe_dist.cluster import connect
-from bestemshe_dist.run.memory import GiB, pair_memory, plan_peak
-from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
-from bestemshe_dist.run.driver import DEFAULT_CHUNK_SIZE, solve
 from bestemshe_dist.data.store import Store, completed_rounds
-from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
 from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run.driver import DEFAULT_CHUNK_SIZE, solve
+from bestemshe_dist.run.memory import GiB, pair_memory, plan_peak
+from bestemshe_dist.run.tasks import Job
 
 FRONTIER_EVALUATIONS = 0.92
 # The solve of k1 + k2 >= 16 (2 workers): pairs took 75-87 rounds, and its 732
@@ -95,8 +96,13 @@ def run_pair(variant: Variant, a: int, b: int, args) -> dict:
         sampler = Sampler()
         start = time.perf_counter()
         with connect(None, args.workers, args.threads_per_worker, dashboard_address=None) as client:
-            summary = solve(client, job, single_pair_plan(variant, a, b), chunk_size=args.chunk_size,
-                            stop_after_rounds=args.rounds)
+            summary = solve(
+                client,
+                job,
+                single_pair_plan(variant, a, b),
+                chunk_size=args.chunk_size,
+                stop_after_rounds=args.rounds,
+            )
         wall = time.perf_counter() - start
         host_peak = sampler.stop()
         markers = completed_rounds(Store(out), pair.key)
@@ -104,13 +110,20 @@ def run_pair(variant: Variant, a: int, b: int, args) -> dict:
     for m in markers:
         if m["mode"] == "sweep":
             evaluated = m["evaluations"]
-        else:    # sources (the previous round's decisions) and the predecessors re-checked
+        else:  # sources (the previous round's decisions) and the predecessors re-checked
             evaluated = (previous_decided or 0) + m["evaluations"]
-        rounds.append({"round": m["round"], "mode": m["mode"], "seconds": round(m["seconds"], 3),
-                       "decided": m["decided"], "evaluated": evaluated,
-                       "positions_per_core_second": round(evaluated / (m["seconds"] * cores)) if m["seconds"] else 0,
-                       "store_bytes_read_per_worker": m.get("store_bytes_read", {}),
-                       "task_bytes": m.get("task_bytes", 0)})
+        rounds.append(
+            {
+                "round": m["round"],
+                "mode": m["mode"],
+                "seconds": round(m["seconds"], 3),
+                "decided": m["decided"],
+                "evaluated": evaluated,
+                "positions_per_core_second": round(evaluated / (m["seconds"] * cores)) if m["seconds"] else 0,
+                "store_bytes_read_per_worker": m.get("store_bytes_read", {}),
+                "task_bytes": m.get("task_bytes", 0),
+            }
+        )
         previous_decided = m["decided"]
     by_mode = {}
     for kind in ("sweep", "frontier"):
@@ -121,24 +134,35 @@ def run_pair(variant: Variant, a: int, b: int, args) -> dict:
     predicted = pair_memory(variant, pair, args.chunk_size, cores, args.workers)
     held = pair.positions + pair.dep_positions
     rss = max(summary.worker_peak_rss.values()) if summary.worker_peak_rss else 0
-    reads = [sum(r["store_bytes_read_per_worker"].values()) / max(1, len(r["store_bytes_read_per_worker"]))
-             for r in rounds]
+    reads = [
+        sum(r["store_bytes_read_per_worker"].values()) / max(1, len(r["store_bytes_read_per_worker"]))
+        for r in rounds
+    ]
     return {
-        "pair": pair.key, "positions": pair.positions, "dep_positions": pair.dep_positions,
-        "rounds": rounds, "wall_seconds": round(wall, 2),
+        "pair": pair.key,
+        "positions": pair.positions,
+        "dep_positions": pair.dep_positions,
+        "rounds": rounds,
+        "wall_seconds": round(wall, 2),
         "positions_per_core_second": by_mode,
-        "peak_rss_bytes": rss, "peak_rss_per_worker": summary.worker_peak_rss,
+        "peak_rss_bytes": rss,
+        "peak_rss_per_worker": summary.worker_peak_rss,
         "rss_bits_per_position": round(8 * rss / held, 3),
-        "host_peak_bytes": host_peak, "host_bits_per_position": round(8 * host_peak / held, 3),
+        "host_peak_bytes": host_peak,
+        "host_bits_per_position": round(8 * host_peak / held, 3),
         "shared_bytes_held": summary.host_memory_peak,
         "predicted_host_bytes": predicted.total,
         "store_bytes_read_per_round": [round(x) for x in reads],
-        "workers": args.workers, "threads_per_worker": args.threads_per_worker, "dtz": args.dtz,
+        "workers": args.workers,
+        "threads_per_worker": args.threads_per_worker,
+        "dtz": args.dtz,
         "chunk_size": args.chunk_size,
     }
 
 
-def project(variant: Variant, results: list, cores_here: int, hosts: int, cores: int, chunk_size: int) -> dict:
+def project(
+    variant: Variant, results: list, cores_here: int, hosts: int, cores: int, chunk_size: int
+) -> dict:
     """The whole game from the measured rates (see the module doc)."""
     plan = make_plan(variant)
     measured = sorted(results, key=lambda r: r["positions"])
@@ -160,11 +184,21 @@ def project(variant: Variant, results: list, cores_here: int, hosts: int, cores:
     cluster_seconds = sum(max(level / (hosts * cores), floor) for level in by_level.values())
     peak_here = plan_peak(plan, chunk_size, cores_here, 1)
     peak_cluster = plan_peak(plan, chunk_size, cores, 1)
-    return {"core_seconds": round(work), "this_machine": {"cores": cores_here, "hours": round(work / cores_here / 3600, 2),
-                                                         "peak_host_bytes": peak_here.total},
-            "cluster": {"hosts": hosts, "cores_per_host": cores, "hours": round(cluster_seconds / 3600, 3),
-                        "levels": len(by_level),
-                        "peak_host_bytes": peak_cluster.total}}
+    return {
+        "core_seconds": round(work),
+        "this_machine": {
+            "cores": cores_here,
+            "hours": round(work / cores_here / 3600, 2),
+            "peak_host_bytes": peak_here.total,
+        },
+        "cluster": {
+            "hosts": hosts,
+            "cores_per_host": cores,
+            "hours": round(cluster_seconds / 3600, 3),
+            "levels": len(by_level),
+            "peak_host_bytes": peak_cluster.total,
+        },
+    }
 
 
 def main(argv=None) -> int:
@@ -185,7 +219,7 @@ def main(argv=None) -> int:
     variant = Variant(50, 5)
     if args.pair:
         pairs = [tuple(args.pair)]
-    else:   # one pair per k1 + k2, the one with the most positions
+    else:  # one pair per k1 + k2, the one with the most positions
         by_m = {}
         for p in make_plan(variant, args.to_captured).pairs:
             if p.captured <= args.from_captured and p.positions > by_m.get(p.captured, (None, 0))[1]:
@@ -197,31 +231,38 @@ def main(argv=None) -> int:
         results.append(result)
         if not args.json:
             print(line_of(result), flush=True)
-    report = {"pairs": results,
-              "projection": project(variant, results, args.workers * args.threads_per_worker, args.hosts,
-                                    args.cores, args.chunk_size)}
+    report = {
+        "pairs": results,
+        "projection": project(
+            variant, results, args.workers * args.threads_per_worker, args.hosts, args.cores, args.chunk_size
+        ),
+    }
     if len(results) == 1:
         report.update({k: v for k, v in results[0].items() if k != "rounds"}, rounds=results[0]["rounds"])
     if args.json:
         print(json.dumps(report, indent=1))
     else:
         p = report["projection"]
-        print(f"whole game, projected: {p['core_seconds']:,} core-seconds: {p['this_machine']['hours']} h on "
-              f"this machine ({p['this_machine']['cores']} cores, at most "
-              f"{p['this_machine']['peak_host_bytes'] / GiB:.1f} GiB), {p['cluster']['hours']} h on "
-              f"{p['cluster']['hosts']} hosts x {p['cluster']['cores_per_host']} cores (at most "
-              f"{p['cluster']['peak_host_bytes'] / GiB:.1f} GiB per host)")
+        print(
+            f"whole game, projected: {p['core_seconds']:,} core-seconds: {p['this_machine']['hours']} h on "
+            f"this machine ({p['this_machine']['cores']} cores, at most "
+            f"{p['this_machine']['peak_host_bytes'] / GiB:.1f} GiB), {p['cluster']['hours']} h on "
+            f"{p['cluster']['hosts']} hosts x {p['cluster']['cores_per_host']} cores (at most "
+            f"{p['cluster']['peak_host_bytes'] / GiB:.1f} GiB per host)"
+        )
     return 0
 
 
 def line_of(r: dict) -> str:
     rates = ", ".join(f"{k} {v / 1e6:.2f}M" for k, v in r["positions_per_core_second"].items())
-    return (f"{r['pair']:<11} {r['positions']:>15,} positions {r['dep_positions']:>15,} deps  "
-            f"{len(r['rounds'])} rounds {r['wall_seconds']:8.1f}s  per core-second: {rates}  "
-            f"peak RSS {r['peak_rss_bytes'] / GiB:.2f} GiB ({r['rss_bits_per_position']} bits/pos), "
-            f"host {r['host_peak_bytes'] / GiB:.2f} GiB ({r['host_bits_per_position']} bits/pos), "
-            f"predicted {r['predicted_host_bytes'] / GiB:.2f} GiB; store read per worker per round "
-            f"{[f'{x / 2**20:.1f} MiB' for x in r['store_bytes_read_per_round']]}")
+    return (
+        f"{r['pair']:<11} {r['positions']:>15,} positions {r['dep_positions']:>15,} deps  "
+        f"{len(r['rounds'])} rounds {r['wall_seconds']:8.1f}s  per core-second: {rates}  "
+        f"peak RSS {r['peak_rss_bytes'] / GiB:.2f} GiB ({r['rss_bits_per_position']} bits/pos), "
+        f"host {r['host_peak_bytes'] / GiB:.2f} GiB ({r['host_bits_per_position']} bits/pos), "
+        f"predicted {r['predicted_host_bytes'] / GiB:.2f} GiB; store read per worker per round "
+        f"{[f'{x / 2**20:.1f} MiB' for x in r['store_bytes_read_per_round']]}"
+    )
 
 
 if __name__ == "__main__":

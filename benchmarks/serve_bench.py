@@ -21,6 +21,7 @@ answers of every phase are checked against in-process probes of the same
 positions (a wrong answer fails the benchmark). The server's peak RSS is read
 from /proc at the end: its block cache bounds it (--cache-mib).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,14 +42,18 @@ VALUE = {"win": 1, "draw": 0, "loss": -1}
 
 
 def start_server(url: str, cache_mib: int) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "serve", url, "--port", "0",
-                             "--cache-mib", str(cache_mib)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bestemshe_dist", "serve", url, "--port", "0", "--cache-mib", str(cache_mib)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     line = proc.stdout.readline()
     if "http://" not in line:
         proc.kill()
         raise SystemExit(f"serve_bench: the server did not start: {line}{proc.stderr.read()}")
-    return proc, line[line.index("http://"):].split("/  ")[0]
+    return proc, line[line.index("http://") :].split("/  ")[0]
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -97,15 +102,23 @@ def get(host: str, path: str) -> bytes:
 
 
 def post(host: str, path: str, body: bytes, kind: str) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {kind}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def figures(name: str, wall: float, latencies: list, positions: int) -> dict:
     lat = np.array(latencies) * 1e3
-    return {"phase": name, "requests": len(latencies), "positions": positions, "wall_s": round(wall, 3),
-            "requests_per_s": round(len(latencies) / wall, 1), "positions_per_s": round(positions / wall),
-            "p50_ms": round(float(np.percentile(lat, 50)), 3), "p99_ms": round(float(np.percentile(lat, 99)), 3)}
+    return {
+        "phase": name,
+        "requests": len(latencies),
+        "positions": positions,
+        "wall_s": round(wall, 3),
+        "requests_per_s": round(len(latencies) / wall, 1),
+        "positions_per_s": round(positions / wall),
+        "p50_ms": round(float(np.percentile(lat, 50)), 3),
+        "p99_ms": round(float(np.percentile(lat, 99)), 3),
+    }
 
 
 def main() -> int:
@@ -131,8 +144,10 @@ def main() -> int:
         return 1
     v = tb.variant
     rng = random.Random(args.seed)
-    singles = [Position.from_rank(v, *layer, rng.randrange(v.layer_size(*layer)))
-               for layer in (rng.choice(layers) for _ in range(args.requests))]
+    singles = [
+        Position.from_rank(v, *layer, rng.randrange(v.layer_size(*layer)))
+        for layer in (rng.choice(layers) for _ in range(args.requests))
+    ]
     # batches: the rows drawn in numpy (uniform over layers, then over ranks)
     nprng = np.random.default_rng(args.seed)
     rows = np.empty((args.batch_size * args.batches, 2 + v.board), np.int64)
@@ -152,37 +167,60 @@ def main() -> int:
     results = []
     try:
         # read every block once: every later request runs from the cache
-        warm = [post(host, "/api/positions", rows[i:i + 10_000].astype(np.uint8).tobytes(), "application/octet-stream")
-                for i in range(0, len(rows), 10_000)]
+        warm = [
+            post(
+                host,
+                "/api/positions",
+                rows[i : i + 10_000].astype(np.uint8).tobytes(),
+                "application/octet-stream",
+            )
+            for i in range(0, len(rows), 10_000)
+        ]
         asyncio.run(load(host, port, warm, 2))
-        asyncio.run(load(host, port, [get(host, f"/api/position?pos={str(p).replace(' ', ',')}") for p in singles[:2000]],
-                         args.connections))
+        asyncio.run(
+            load(
+                host,
+                port,
+                [get(host, f"/api/position?pos={str(p).replace(' ', ',')}") for p in singles[:2000]],
+                args.connections,
+            )
+        )
 
         requests = [get(host, f"/api/probe?pos={str(p).replace(' ', ',')}") for p in singles]
         wall, lat, bodies = asyncio.run(load(host, port, requests, args.connections))
         got = [json.loads(b) for b in bodies]
-        assert [(g["category"], g["dtz"]) for g in got] == [(t.value, t.dtz) for t in truth_single], "probe answers"
+        assert [(g["category"], g["dtz"]) for g in got] == [(t.value, t.dtz) for t in truth_single], (
+            "probe answers"
+        )
         results.append(figures("probe", wall, lat, len(requests)))
 
         requests = [get(host, f"/api/position?pos={str(p).replace(' ', ',')}") for p in singles]
         wall, lat, bodies = asyncio.run(load(host, port, requests, args.connections))
-        assert [json.loads(b)["category"] for b in bodies] == [t.value for t in truth_single], "position answers"
+        assert [json.loads(b)["category"] for b in bodies] == [t.value for t in truth_single], (
+            "position answers"
+        )
         results.append(figures("position", wall, lat, len(requests)))
 
-        chunks = [rows[i:i + args.batch_size] for i in range(0, len(rows), args.batch_size)]
-        requests = [post(host, "/api/positions", json.dumps({"positions": c.tolist()}).encode(), "application/json")
-                    for c in chunks]
+        chunks = [rows[i : i + args.batch_size] for i in range(0, len(rows), args.batch_size)]
+        requests = [
+            post(host, "/api/positions", json.dumps({"positions": c.tolist()}).encode(), "application/json")
+            for c in chunks
+        ]
         wall, lat, bodies = asyncio.run(load(host, port, requests, 2))
         values = np.concatenate([[VALUE[x] for x in json.loads(b)["category"]] for b in bodies])
         assert np.array_equal(values, truth_rows.value), "JSON batch answers"
         results.append(figures("json batches", wall, lat, len(rows)))
 
-        requests = [post(host, "/api/positions", c.astype(np.uint8).tobytes(), "application/octet-stream")
-                    for c in chunks]
+        requests = [
+            post(host, "/api/positions", c.astype(np.uint8).tobytes(), "application/octet-stream")
+            for c in chunks
+        ]
         wall, lat, bodies = asyncio.run(load(host, port, requests, 2))
-        values = np.concatenate([np.frombuffer(b[:len(b) // 5], np.int8) for b in bodies])
-        dtz = np.concatenate([np.frombuffer(b[len(b) // 5:], "<i4") for b in bodies])
-        assert np.array_equal(values, truth_rows.value) and np.array_equal(dtz, truth_rows.dtz), "byte batches"
+        values = np.concatenate([np.frombuffer(b[: len(b) // 5], np.int8) for b in bodies])
+        dtz = np.concatenate([np.frombuffer(b[len(b) // 5 :], "<i4") for b in bodies])
+        assert np.array_equal(values, truth_rows.value) and np.array_equal(dtz, truth_rows.dtz), (
+            "byte batches"
+        )
         results.append(figures("byte batches", wall, lat, len(rows)))
         rss = peak_rss_mib(proc.pid)
     finally:
@@ -197,18 +235,28 @@ def main() -> int:
         lat.append(time.perf_counter() - t)
     results.append(figures("probe_many in-process", time.perf_counter() - start, lat, len(rows)))
 
-    report = {"tablebase": tb.url, "connections": args.connections, "batch_size": args.batch_size,
-              "server_peak_rss_mib": round(rss, 1), "cache_mib": args.cache_mib, "cores": os.cpu_count(),
-              "phases": results}
+    report = {
+        "tablebase": tb.url,
+        "connections": args.connections,
+        "batch_size": args.batch_size,
+        "server_peak_rss_mib": round(rss, 1),
+        "cache_mib": args.cache_mib,
+        "cores": os.cpu_count(),
+        "phases": results,
+    }
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"serve_bench: {tb.url}, {args.connections} connections for single requests, "
-          f"batches of {args.batch_size:,}, {os.cpu_count()} cores (client and server share them)")
+    print(
+        f"serve_bench: {tb.url}, {args.connections} connections for single requests, "
+        f"batches of {args.batch_size:,}, {os.cpu_count()} cores (client and server share them)"
+    )
     print(f"  {'phase':<24}{'requests':>9}{'req/s':>10}{'positions/s':>13}{'p50 ms':>9}{'p99 ms':>9}")
     for r in results:
-        print(f"  {r['phase']:<24}{r['requests']:>9,}{r['requests_per_s']:>10,.0f}{r['positions_per_s']:>13,}"
-              f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}")
+        print(
+            f"  {r['phase']:<24}{r['requests']:>9,}{r['requests_per_s']:>10,.0f}{r['positions_per_s']:>13,}"
+            f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+        )
     print(f"  server peak RSS {rss:.0f} MiB with a {args.cache_mib} MiB block cache; every answer checked")
     return 0
 

@@ -1,7 +1,8 @@
 """bestemshe_dist: a distributed retrograde solver for Bestemshe (SPEC.md)."""
+
 from .game.variant import Variant
 
-__all__ = ["Variant", "Tablebase", "Position"]
+__all__ = ["Position", "Tablebase", "Variant"]
 __version__ = "0.1.0"
 
 
@@ -10,8 +11,10 @@ def __getattr__(name):
     # `import bestemshe_dist` (and every CLI command) stays quick.
     if name == "Tablebase":
         from .oracle.tablebase import Tablebase
+
         return Tablebase
     if name == "Position":
         from .game.position import Position
+
         return Position
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

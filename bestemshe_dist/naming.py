@@ -13,6 +13,7 @@ folder may use it, and what builds a name and what parses it cannot drift apart.
 The builders look alike on purpose (a docstring and an f-string each): one
 function a name, so a caller never spells a name itself.
 """
+
 from __future__ import annotations
 
 import re
@@ -116,14 +117,17 @@ class TaskName(NamedTuple):
     """What a solve's task key says: its pair (a, b), the layer it publishes (or
     None: all of the pair's), and for a round's chunk task the round and the chunk
     (`<c>` or `<c>.<piece>`)."""
+
     pair: tuple | None
     layer: tuple | None
     round: int | None = None
     chunk: str | None = None
 
 
-_TASK = re.compile(r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
-                   r"(?:-[0-9a-f]{8})?$")
+_TASK = re.compile(
+    r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
+    r"(?:-[0-9a-f]{8})?$"
+)
 _LAYER_TASK = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")
 
 
@@ -145,10 +149,10 @@ def parse_task_key(key: str) -> TaskName | None:
 
 # -- private work files beside a tablebase ------------------------------------------------
 PRIVATE = ".bestemshe"
-SOLVE_RECORD = f"{PRIVATE}/solve.json"     # the last solve's scope, for `status`
-LEASE = f"{PRIVATE}/lease.json"            # the one solve writing here
-PAIRS = f"{PRIVATE}/pairs"                 # checkpointed rounds, pair by pair
-TMP = f"{PRIVATE}/tmp"                     # whole files on their way into place
+SOLVE_RECORD = f"{PRIVATE}/solve.json"  # the last solve's scope, for `status`
+LEASE = f"{PRIVATE}/lease.json"  # the one solve writing here
+PAIRS = f"{PRIVATE}/pairs"  # checkpointed rounds, pair by pair
+TMP = f"{PRIVATE}/tmp"  # whole files on their way into place
 _PART = re.compile(r"(\d+)_(\d+)-c(\d+)-")
 
 
@@ -242,8 +246,8 @@ def small_round_mark(pair: str) -> str:
 
 
 # -- labelled samples (learn/sample.py) --------------------------------------------------
-SAMPLE_CARD = "dataset.json"        # the card as data: settings, columns, counts
-SAMPLE_README = "README.md"         # the same card for people
+SAMPLE_CARD = "dataset.json"  # the card as data: settings, columns, counts
+SAMPLE_README = "README.md"  # the same card for people
 SHARD_GLOB = "train-*-of-*.parquet"
 _SHARD_FILE = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
 

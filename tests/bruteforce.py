@@ -46,6 +46,7 @@ BLOCK_BYTES = 4 * 1024 * 1024  # 4 MiB raw bytes per zstd frame (SPEC)
 # Variant geometry
 # ---------------------------------------------------------------------------
 
+
 def win_kazan(stones: int) -> int:
     """Smallest even number strictly greater than stones / 2 (26 for 50)."""
     w = 0
@@ -107,6 +108,7 @@ def layer_size(stones: int, pits: int, k1: int, k2: int) -> int:
 # The move, literally as in SPEC "The game"
 # ---------------------------------------------------------------------------
 
+
 def move(stones: int, pits: int, k1: int, k2: int, pit_tuple, i: int):
     """Play own pit i (0 <= i < pits) from the position (k1, k2, pit_tuple).
 
@@ -164,6 +166,7 @@ def move(stones: int, pits: int, k1: int, k2: int, pit_tuple, i: int):
 # Solving
 # ---------------------------------------------------------------------------
 
+
 def _build_graph(stones: int, pits: int):
     """All states of all layers with their precomputed moves.
 
@@ -173,12 +176,12 @@ def _build_graph(stones: int, pits: int):
     """
     states = []
     index = {}
-    for (k1, k2) in layers(stones, pits):
+    for k1, k2 in layers(stones, pits):
         for t in positions(stones, pits, k1, k2):
             index[(k1, k2, t)] = len(states)
             states.append((k1, k2, t))
     moves = []
-    for (k1, k2, t) in states:
+    for k1, k2, t in states:
         ms = []
         for i in range(pits):
             res = move(stones, pits, k1, k2, t, i)
@@ -199,7 +202,7 @@ def _retrograde(states, moves):
     """
     n_states = len(states)
     preds = [[] for _ in range(n_states)]  # one entry per edge (multi-edges kept)
-    counter = [0] * n_states               # number of non-ending moves
+    counter = [0] * n_states  # number of non-ending moves
     value = [None] * n_states
     queue = deque()
     for sid, ms in enumerate(moves):
@@ -321,7 +324,7 @@ def solve(stones: int, pits: int, with_distance: bool = False):
     a non-capture move to a LOSS child c); LOSS -> max over moves of (1 for a
     capture into a WIN, 1 + d(c) for a non-capture move to a WIN child c).
     """
-    states, index, moves = _build_graph(stones, pits)
+    states, _index, moves = _build_graph(stones, pits)
     value = _retrograde(states, moves)
 
     values = {lay: {} for lay in layers(stones, pits)}
@@ -331,10 +334,10 @@ def solve(stones: int, pits: int, with_distance: bool = False):
         return values
 
     by_layer = {lay: [] for lay in layers(stones, pits)}
-    for sid, (k1, k2, t) in enumerate(states):
+    for sid, (k1, k2, _t) in enumerate(states):
         by_layer[(k1, k2)].append(sid)
     distance = {lay: {} for lay in layers(stones, pits)}
-    for (a, b) in _pairs(stones, pits):
+    for a, b in _pairs(stones, pits):
         sids = list(by_layer[(a, b)])
         if a != b:
             sids += by_layer[(b, a)]
@@ -354,6 +357,7 @@ def solve(stones: int, pits: int, with_distance: bool = False):
 # ---------------------------------------------------------------------------
 # Bitsets and files
 # ---------------------------------------------------------------------------
+
 
 def layer_bitsets(stones: int, pits: int, values=None):
     """{(k1, k2): (win_bytes, draw_bytes)}: bit rank%8 of byte rank//8."""
@@ -384,13 +388,13 @@ def read_layer_file(path, nbits: int) -> bytes:
     with open(path, "rb") as f:
         data = f.read()
     (num_blocks,) = struct.unpack_from("<I", data, 0)
-    offsets = struct.unpack_from("<%dI" % (num_blocks + 1), data, 4)
+    offsets = struct.unpack_from(f"<{num_blocks + 1}I", data, 4)
     assert offsets[0] == 4 + 4 * (num_blocks + 1), offsets
     assert offsets[-1] == len(data), (offsets[-1], len(data))
     dctx = zstandard.ZstdDecompressor()
     raw = bytearray()
     for b in range(num_blocks):
-        frame = data[offsets[b]:offsets[b + 1]]
+        frame = data[offsets[b] : offsets[b + 1]]
         block = dctx.decompress(frame, max_output_size=BLOCK_BYTES)
         assert len(block) == BLOCK_BYTES, len(block)
         raw += block

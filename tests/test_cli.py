@@ -1,22 +1,25 @@
 """The command line: usage errors are one line and exit 2, failures exit 1."""
+
 import json
 
 import pytest
-
 from conftest import run_cli
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["solve", "--stones", "13", "--out", "x"], "--stones must be an even number"),
-    (["solve", "--pits", "0", "--out", "x"], "--pits must be from 1 to 5"),
-    (["solve", "--min-captured", "99", "--out", "x"], "--min-captured must be from 0 to 48"),
-    (["solve", "--storage-options", "{nope", "--out", "x"], "--storage-options is not valid JSON"),
-    (["solve", "--storage-options", "[1]", "--out", "x"], "must be a JSON object"),
-    (["solve", "--stones", "50"], "--out"),
-    (["solve", "--stones", "ten", "--out", "x"], "invalid int value"),
-    (["plan", "--pits", "6"], "--pits must be from 1 to 5"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["solve", "--stones", "13", "--out", "x"], "--stones must be an even number"),
+        (["solve", "--pits", "0", "--out", "x"], "--pits must be from 1 to 5"),
+        (["solve", "--min-captured", "99", "--out", "x"], "--min-captured must be from 0 to 48"),
+        (["solve", "--storage-options", "{nope", "--out", "x"], "--storage-options is not valid JSON"),
+        (["solve", "--storage-options", "[1]", "--out", "x"], "must be a JSON object"),
+        (["solve", "--stones", "50"], "--out"),
+        (["solve", "--stones", "ten", "--out", "x"], "invalid int value"),
+        (["plan", "--pits", "6"], "--pits must be from 1 to 5"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_usage_errors_are_one_line_exit_2(args, needle):
     done = run_cli(*args)
     assert done.returncode == 2
@@ -53,9 +56,11 @@ def test_output_under_a_file_is_one_sentence_before_anything_starts(tmp_path):
     blocker.write_text("not a folder")
     done = run_cli("solve", "--stones", "6", "--pits", "1", "--out", blocker / "tb", "--workers", "1")
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines() == [f"bestemshe-dist solve: --out {blocker / 'tb'} lies under the file "
-                                        f"{blocker}, not a folder: give a folder (it is created when missing) "
-                                        "or an fsspec URL."]
+    assert done.stderr.splitlines() == [
+        f"bestemshe-dist solve: --out {blocker / 'tb'} lies under the file "
+        f"{blocker}, not a folder: give a folder (it is created when missing) "
+        "or an fsspec URL."
+    ]
 
 
 def test_corrupt_manifest_is_refused(tmp_path):
@@ -104,6 +109,7 @@ def test_bad_solve_arguments_write_nothing_and_start_nothing(tmp_path, monkeypat
 
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was started")
+
     monkeypatch.setattr("bestemshe_dist.cluster.connect", no_cluster)
     monkeypatch.setattr("bestemshe_dist.watch.logs.route_library_logs", lambda command: None)
     with pytest.raises(SystemExit) as code:
@@ -116,9 +122,11 @@ def test_bad_solve_arguments_write_nothing_and_start_nothing(tmp_path, monkeypat
 def test_options_may_come_anywhere(tmp_path):
     from conftest import FIXTURE_M40
 
-    for args in (["probe", FIXTURE_M40, "--json", "20", "20", *["1"] * 10],
-                 ["probe", "--json", FIXTURE_M40, "20", "20", *["1"] * 5, "--json", *["1"] * 5],
-                 ["probe", FIXTURE_M40, "20", "20", *["1"] * 10, "--json"]):
+    for args in (
+        ["probe", FIXTURE_M40, "--json", "20", "20", *["1"] * 10],
+        ["probe", "--json", FIXTURE_M40, "20", "20", *["1"] * 5, "--json", *["1"] * 5],
+        ["probe", FIXTURE_M40, "20", "20", *["1"] * 10, "--json"],
+    ):
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["value"] == "loss"
@@ -150,26 +158,56 @@ def test_ctrl_c_is_one_line(tmp_path):
 
     out = tmp_path / "tb"
     env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"))
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "30",
-                             "--workers", "2", "--out", str(out), "--dashboard-address", "none"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env,
-                            # as from a terminal: a suite started in the background
-                            # (`cmd &` in a script) passes SIGINT on ignored
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bestemshe_dist",
+            "solve",
+            "--min-captured",
+            "30",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--dashboard-address",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+        # as from a terminal: a suite started in the background
+        # (`cmd &` in a script) passes SIGINT on ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 120
-    while not (out / "manifest.json").exists() or len(json.loads((out / "manifest.json").read_text())
-                                                        ["layers"]) < 10:
+    while (
+        not (out / "manifest.json").exists()
+        or len(json.loads((out / "manifest.json").read_text())["layers"]) < 10
+    ):
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    _stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    lines = [l for l in stderr.splitlines() if not l.startswith("[")]      # the progress lines
+    lines = [l for l in stderr.splitlines() if not l.startswith("[")]  # the progress lines
     assert lines == ["bestemshe-dist solve: interrupted; run the same command again to resume"], stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
-    done = run_cli("solve", "--min-captured", "30", "--workers", "2", "--out", out, "--dashboard-address",
-                   "none", timeout=600)
+    done = run_cli(
+        "solve",
+        "--min-captured",
+        "30",
+        "--workers",
+        "2",
+        "--out",
+        out,
+        "--dashboard-address",
+        "none",
+        timeout=600,
+    )
     assert done.returncode == 0 and "layers already published, skipped" in done.stderr, done.stderr
 
 
@@ -188,19 +226,38 @@ def test_sigterm_stops_a_solve_as_ctrl_c_does_and_frees_its_host_memory(tmp_path
     out, shm = tmp_path / "tb", tmp_path / "shm"
     env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"), BESTEMSHE_HOST_MEMORY=str(shm))
     # chunks of 2,000 positions: the pairs of 4,000 positions and more are solved in rounds
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "solve", "--min-captured", "30",
-                             "--workers", "2", "--chunk-size", "2000", "--out", str(out),
-                             "--dashboard-address", "none"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bestemshe_dist",
+            "solve",
+            "--min-captured",
+            "30",
+            "--workers",
+            "2",
+            "--chunk-size",
+            "2000",
+            "--out",
+            str(out),
+            "--dashboard-address",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
     deadline = time.time() + 180
-    while not any(shm.glob("bestemshe-*/solve-*/*")):     # a chunked pair's arrays are in place
+    while not any(shm.glob("bestemshe-*/solve-*/*")):  # a chunked pair's arrays are in place
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
+    _stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr
-    lines = [l for l in stderr.splitlines() if not l.startswith("[")]      # the progress lines
+    lines = [l for l in stderr.splitlines() if not l.startswith("[")]  # the progress lines
     assert lines == ["bestemshe-dist solve: terminated; run the same command again to resume"], stderr
     assert "Traceback" not in stderr
     assert not list(shm.glob("bestemshe-*/solve-*")), list(shm.rglob("*"))
@@ -224,11 +281,18 @@ def test_library_messages_go_to_the_log_file_not_the_terminal(tmp_path):
         "logging.getLogger('bokeh.server.views.ws').error('WebSocket connection closed')\n"
         "logging.getLogger('distributed.core').error('Exception while handling op')\n"
         "logging.getLogger('distributed.client').error('Traceback of a lost scheduler')\n"
-        "print(path)\n")
+        "print(path)\n"
+    )
     env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     text = open(done.stdout.strip()).read()
-    for needle in ("Uncaught exception in websocket", "WebSocket connection closed", "Exception while handling op",
-                   "Traceback of a lost scheduler"):
+    for needle in (
+        "Uncaught exception in websocket",
+        "WebSocket connection closed",
+        "Exception while handling op",
+        "Traceback of a lost scheduler",
+    ):
         assert needle in text

@@ -2,6 +2,7 @@
 headless Chromium (Debian's, driven by Playwright), screenshot saved as a test
 artifact, the grid read from the page and checked against the manifest; the
 JSON endpoint and Prometheus `/metrics` show the same solve."""
+
 import json
 import os
 import shutil
@@ -49,8 +50,12 @@ def _wait_mid_solve(base, proc, timeout=90):
             state = json.loads(_get(f"{base}/bestemshe/state.json", timeout=2))
         except (OSError, ValueError):
             state = None
-        if (state and state["counts"]["done"] >= 1 and state["counts"]["done"] < state["total_layers"]
-                and any(p["rounds"] for p in state["pairs_in_progress"])):
+        if (
+            state
+            and state["counts"]["done"] >= 1
+            and state["counts"]["done"] < state["total_layers"]
+            and any(p["rounds"] for p in state["pairs_in_progress"])
+        ):
             return state
         time.sleep(0.2)
     raise AssertionError("the solve never reached the middle")
@@ -59,25 +64,42 @@ def _wait_mid_solve(base, proc, timeout=90):
 def test_dashboard_page_during_a_solve(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    chromium = chromium_path()       # before the solve starts: a missing browser is the first thing said
+    chromium = chromium_path()  # before the solve starts: a missing browser is the first thing said
     out = tmp_path / "tb"
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = open(tmp_path / "solve.log", "w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bestemshe_dist", *map(str, SOLVE), "--out", str(out),
-         "--dashboard-address", f"127.0.0.1:{port}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "bestemshe_dist",
+            *map(str, SOLVE),
+            "--out",
+            str(out),
+            "--dashboard-address",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        start_new_session=True,
+    )
     try:
         state = _wait_mid_solve(base, proc)
         assert state["variant"] == {"stones": 50, "pits": 5} and state["min_captured"] == 36
         assert state["total_layers"] == 28 and state["solve"] == "running"
 
         metrics = _get(f"{base}/metrics")
-        values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in metrics.splitlines()
-                  if line.startswith("bestemshe_")}
-        assert sum(values[f'bestemshe_layers{{state="{s}"}}'] for s in
-                   ("pending", "running", "done", "failed")) == 28
+        values = {
+            line.split(" ")[0]: float(line.split(" ")[1])
+            for line in metrics.splitlines()
+            if line.startswith("bestemshe_")
+        }
+        assert (
+            sum(values[f'bestemshe_layers{{state="{s}"}}'] for s in ("pending", "running", "done", "failed"))
+            == 28
+        )
         assert values['bestemshe_layers{state="done"}'] >= 1
         assert values["bestemshe_rounds_total"] >= 1
         assert 0 < values["bestemshe_positions_decided"] <= values["bestemshe_positions"] == 8_059_540
@@ -94,8 +116,7 @@ def test_dashboard_page_during_a_solve(tmp_path):
                 page.wait_for_timeout(700)  # one refresh
                 ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(ARTIFACT), full_page=True)
-                grid = cells.evaluate_all(
-                    "els => els.map(e => [e.dataset.layer, e.dataset.state, e.title])")
+                grid = cells.evaluate_all("els => els.map(e => [e.dataset.layer, e.dataset.state, e.title])")
                 summary = page.locator("#bestemshe-summary").get_attribute("data-solve")
                 nav = page.locator("a[href='bestemshe']").count()
             finally:
@@ -105,8 +126,9 @@ def test_dashboard_page_during_a_solve(tmp_path):
 
         published = _manifest_layers(out)  # read after the page: it holds at least the page's done
         states = {layer: s for layer, s, _ in grid}
-        assert set(states) == {f"{k1}_{k2}" for k1 in range(0, 25, 2) for k2 in range(0, 25, 2)
-                               if k1 + k2 >= 36}
+        assert set(states) == {
+            f"{k1}_{k2}" for k1 in range(0, 25, 2) for k2 in range(0, 25, 2) if k1 + k2 >= 36
+        }
         done = {layer for layer, s in states.items() if s == "done"}
         assert done and done != set(states), "the page did not show the solve mid-way"
         assert "running" in states.values()
@@ -137,9 +159,25 @@ def test_preloaded_scheduler_serves_the_page_of_a_solve(tmp_path):
     address, base = f"tcp://127.0.0.1:{port}", f"http://127.0.0.1:{http}"
     bindir = Path(sys.executable).parent
     logs = open(tmp_path / "cluster.log", "w")
-    procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--preload", "bestemshe_dist.watch.dashboard",
-                               "--host", "127.0.0.1", "--port", str(port), "--dashboard-address",
-                               f"127.0.0.1:{http}"], stdout=logs, stderr=logs, start_new_session=True)]
+    procs = [
+        subprocess.Popen(
+            [
+                str(bindir / "dask"),
+                "scheduler",
+                "--preload",
+                "bestemshe_dist.watch.dashboard",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dashboard-address",
+                f"127.0.0.1:{http}",
+            ],
+            stdout=logs,
+            stderr=logs,
+            start_new_session=True,
+        )
+    ]
     try:
         deadline = time.time() + 60
         while True:
@@ -150,12 +188,35 @@ def test_preloaded_scheduler_serves_the_page_of_a_solve(tmp_path):
                 assert time.time() < deadline and procs[0].poll() is None, "the scheduler did not start"
                 time.sleep(0.3)
         assert state["solve"] == "idle" and state["layers"] == []
-        procs.append(subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1",
-                                       "--no-dashboard"], stdout=logs, stderr=logs, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [str(bindir / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard"],
+                stdout=logs,
+                stderr=logs,
+                start_new_session=True,
+            )
+        )
         out = tmp_path / "tb"
-        done = subprocess.run([sys.executable, "-m", "bestemshe_dist", "solve", "--stones", "50",
-                               "--min-captured", "44", "--scheduler", address, "--out", str(out)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bestemshe_dist",
+                "solve",
+                "--stones",
+                "50",
+                "--min-captured",
+                "44",
+                "--scheduler",
+                address,
+                "--out",
+                str(out),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert f"dashboard: {base}/bestemshe" in done.stderr
         state = json.loads(_get(f"{base}/bestemshe/state.json"))

@@ -3,6 +3,7 @@ spec cluster.py generates) against the CRD schemas dask-kubernetes ships and the
 built-in kinds against Kubernetes' own schemas (kubernetes-validate); the
 docker-compose.yml against the compose specification and Docker Compose itself;
 the SLURM batch scripts with bash -n."""
+
 import copy
 import os
 import subprocess
@@ -12,7 +13,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from conftest import ROOT
 
 CRDS = None
@@ -21,8 +21,14 @@ CRDS = None
 def _crd_schemas():
     import dask_kubernetes
 
-    folder = (Path(dask_kubernetes.__file__).parent / "operator" / "deployment" / "helm"
-              / "dask-kubernetes-operator" / "crds")
+    folder = (
+        Path(dask_kubernetes.__file__).parent
+        / "operator"
+        / "deployment"
+        / "helm"
+        / "dask-kubernetes-operator"
+        / "crds"
+    )
     schemas = {}
     for path in folder.glob("*.yaml"):
         crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -42,8 +48,11 @@ def _strict(schema):
 
     def walk(node):
         if isinstance(node, dict):
-            if "properties" in node and "additionalProperties" not in node \
-                    and not node.get("x-kubernetes-preserve-unknown-fields"):
+            if (
+                "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")
+            ):
                 node["additionalProperties"] = False
             for value in node.values():
                 walk(value)
@@ -53,8 +62,9 @@ def _strict(schema):
 
     walk(schema)
     # Every object has these at the top; the CRD schemas leave them implicit.
-    schema["properties"].update(apiVersion={"type": "string"}, kind={"type": "string"},
-                                metadata={"type": "object"})
+    schema["properties"].update(
+        apiVersion={"type": "string"}, kind={"type": "string"}, metadata={"type": "object"}
+    )
     schema["required"] = sorted({*schema.get("required", []), "apiVersion", "kind", "metadata"})
     return schema
 
@@ -139,8 +149,10 @@ def test_server_deployment_serves_the_solved_bucket():
     assert limit.endswith("Mi") and int(limit[:-2]) >= parsed.cache_mib + 256
     # the Service reaches these pods, on the container's named port
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
-    assert deployment["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"][
-        "labels"].items()
+    assert (
+        deployment["spec"]["selector"]["matchLabels"].items()
+        <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
     assert service["spec"]["ports"][0]["targetPort"] == "http"
     bad = copy.deepcopy(deployment)
     bad["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}
@@ -189,12 +201,21 @@ def _compose_binary():
 
 def test_compose_file_validates(tmp_path):
     path = ROOT / "docker-compose.yml"
-    checked = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
-                              "vendor.compose-spec", str(path)], capture_output=True, text=True, timeout=120)
+    checked = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("S3_", "COMPOSE_"))}
-    config = subprocess.run([str(_compose_binary()), "-f", str(path), "config", "--format", "json"],
-                            capture_output=True, text=True, timeout=120, env=env)
+    config = subprocess.run(
+        [str(_compose_binary()), "-f", str(path), "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert config.returncode == 0, config.stderr
     import json
 
@@ -218,10 +239,15 @@ def test_compose_file_validates(tmp_path):
     assert (parsed.host, parsed.port) == ("0.0.0.0", 8000)
     # The real compose binary rejects a broken file (so the check above means something).
     broken = tmp_path / "docker-compose.yml"
-    broken.write_text(path.read_text().replace("    deploy:\n      replicas: 2",
-                                               "    deploy:\n      replicas: two"))
-    bad = subprocess.run([str(_compose_binary()), "-f", str(broken), "config", "-q"],
-                         capture_output=True, text=True, timeout=120)
+    broken.write_text(
+        path.read_text().replace("    deploy:\n      replicas: 2", "    deploy:\n      replicas: two")
+    )
+    bad = subprocess.run(
+        [str(_compose_binary()), "-f", str(broken), "config", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0
 
 

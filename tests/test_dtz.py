@@ -1,19 +1,20 @@
 """Distance tables (--dtz): equal to a brute-force BFS and consistent move by move."""
+
 import json
 
+import bruteforce as bf
 import numpy as np
 import pytest
-
-import bruteforce as bf
-from bestemshe_dist.solve import kernels
-from bestemshe_dist.game import rules
-from bestemshe_dist.data.blocks import read_layer_codes
-from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.run.driver import solve
-from bestemshe_dist.data.layer_files import decode_distances
-from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
 from test_solve_vs_bruteforce import assert_matches_bruteforce
+
+from bestemshe_dist.data.blocks import read_layer_codes
+from bestemshe_dist.data.layer_files import decode_distances
+from bestemshe_dist.game import rules
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.solve import kernels
 
 
 def read_dtz(folder, variant, k1, k2):
@@ -44,6 +45,7 @@ def test_dtz_is_consistent_move_by_move_on_the_50_stone_endgame(client, tmp_path
     solve(client, Job(str(tmp_path), variant, dtz=True), make_plan(variant, 42))
     codes = {l: (tmp_path / f"layer_{l[0]}_{l[1]}_win.bin") for l in make_plan(variant, 42).layers}
     from bestemshe_dist.data.store import Store
+
     store = Store(str(tmp_path))
     values = {l: read_layer_codes(store, variant, *l) for l in codes}
     dtzs = {l: read_dtz(tmp_path, variant, *l) for l in codes}
@@ -67,8 +69,9 @@ def test_dtz_is_consistent_move_by_move_on_the_50_stone_endgame(client, tmp_path
                 cv = int(kernels.get_code(values[(c1, c2)], cx))
                 children.append((moved[2] > 0, cv, 0 if moved[2] > 0 else int(dtzs[(c1, c2)][cx])))
             if value == kernels.WIN:
-                assert any(cv == kernels.LOSS and (cd == d - 1 if not ex else d == 1)
-                           for ex, cv, cd in children), (k1, k2, x)
+                assert any(
+                    cv == kernels.LOSS and (cd == d - 1 if not ex else d == 1) for ex, cv, cd in children
+                ), (k1, k2, x)
             elif value == kernels.LOSS:
                 if not children:
                     assert d == 0

@@ -6,12 +6,12 @@ link opens its position; the editor and the start picker (an endgame-only
 tablebase offers only its own layers). A screenshot is saved as an artifact."""
 
 import pytest
-
-from bestemshe_dist import Tablebase
-from bestemshe_dist.game.position import Position
 from conftest import BROWSER_ARGS, FIXTURE_M40, ROOT, chromium_path
 from oracle_support import random_positions
 from serve_support import call, running
+
+from bestemshe_dist import Tablebase
+from bestemshe_dist.game.position import Position
 
 ARTIFACT = ROOT / "tests" / "artifacts" / "explorer.png"
 GAME_ARTIFACT = ROOT / "tests" / "artifacts" / "explorer-game-won.png"
@@ -46,7 +46,9 @@ def settle(page, position=None):
     """Wait until the page is idle (and shows `position`, if given)."""
     page.wait_for_selector("body[data-state=ready]")
     if position is not None:
-        page.wait_for_function("p => document.getElementById('board').dataset.position === p", arg=str(position))
+        page.wait_for_function(
+            "p => document.getElementById('board').dataset.position === p", arg=str(position)
+        )
     page.wait_for_selector("body[data-state=ready]")
 
 
@@ -94,15 +96,19 @@ def check_against_oracle(page, tb, pos):
             assert m.value in cell["text"]
     ordered = found.ordered_moves()
     assert [(r["pit"], r["value"], r["dtz"], r["captured"]) for r in got["rows"]] == [
-        (m.pit + 1, m.value, dtz_text(m.dtz), m.captured) for m in ordered]
+        (m.pit + 1, m.value, dtz_text(m.dtz), m.captured) for m in ordered
+    ]
     return found
 
 
 def test_page_shows_the_oracle_and_moves_follow_clicks(tb123, page):
     folder, tables = tb123
     tb = Tablebase.open(str(folder))
-    positions = [p for value in ("win", "draw", "loss") for p in random_positions(tb.variant, tables, 4, seed=5,
-                                                                                   value=value)]
+    positions = [
+        p
+        for value in ("win", "draw", "loss")
+        for p in random_positions(tb.variant, tables, 4, seed=5, value=value)
+    ]
     with running(Tablebase.open(str(folder))) as base:
         # no position asked: the game's start, which this whole-game tablebase holds
         page.goto(base + "/")
@@ -111,7 +117,7 @@ def test_page_shows_the_oracle_and_moves_follow_clicks(tb123, page):
         check_against_oracle(page, tb, start)
         assert page.is_visible("#start-game")
         for pos in positions:
-            page.goto(f"{base}/?pos={compact(pos)}")        # a shared link
+            page.goto(f"{base}/?pos={compact(pos)}")  # a shared link
             settle(page, pos)
             found = check_against_oracle(page, tb, pos)
         # click a move that leads somewhere: the child is shown and the address follows it
@@ -159,8 +165,11 @@ def _play_out(page, pick, limit=400):
 def test_a_game_against_the_perfect_player_runs_to_its_end(tb123, page):
     folder, tables = tb123
     tb = Tablebase.open(str(folder))
-    won = next(p for p in random_positions(tb.variant, tables, 50, seed=11, value="win")
-               if tb.probe(p).dtz and tb.probe(p).dtz >= 3)
+    won = next(
+        p
+        for p in random_positions(tb.variant, tables, 50, seed=11, value="win")
+        if tb.probe(p).dtz and tb.probe(p).dtz >= 3
+    )
     with running(Tablebase.open(str(folder))) as base:
         # the human takes the page's best move each time: the game is the oracle's mainline
         page.goto(f"{base}/?pos={compact(won)}")
@@ -178,8 +187,11 @@ def test_a_game_against_the_perfect_player_runs_to_its_end(tb123, page):
         assert message.startswith(("You played", "The oracle has no stone")) and "won the game" in message
         # the oracle moves first from a position it wins; the human always sows the
         # lowest pit, and loses (distance tables make the oracle's conversion certain)
-        lost = next(p for p in random_positions(tb.variant, tables, 50, seed=12, value="win")
-                    if tb.probe(p).dtz and tb.probe(p).dtz >= 3)
+        lost = next(
+            p
+            for p in random_positions(tb.variant, tables, 50, seed=12, value="win")
+            if tb.probe(p).dtz and tb.probe(p).dtz >= 3
+        )
         page.goto(f"{base}/?pos={compact(lost)}")
         settle(page, lost)
         page.select_option("#play-side", "other")
@@ -191,7 +203,9 @@ def test_a_game_against_the_perfect_player_runs_to_its_end(tb123, page):
         assert page.evaluate("document.body.dataset.game") == "over"
         # undo in a game goes back to the human's turn and the game goes on
         page.click("#undo")
-        page.wait_for_function("document.body.dataset.game === 'playing' && document.body.dataset.state === 'ready'")
+        page.wait_for_function(
+            "document.body.dataset.game === 'playing' && document.body.dataset.state === 'ready'"
+        )
         assert page.inner_text("#label-bottom").startswith("you")
 
 
@@ -222,7 +236,9 @@ def test_endgame_only_tablebase_picker_editor_and_screenshot(page):
         # a symmetric position asked of a layer with unequal kazans: the server's sentence
         page.select_option("#layer-select", "18_22")
         page.click("#random")
-        page.wait_for_function("document.getElementById('message').textContent.includes('no symmetric position')")
+        page.wait_for_function(
+            "document.getElementById('message').textContent.includes('no symmetric position')"
+        )
         # the editor: a bad position is the API's one sentence, a good one opens
         page.click("#edit")
         page.fill("#edit-text", "20 20 1 1 1 1 1 1 1 1 1 9")
@@ -231,7 +247,7 @@ def test_endgame_only_tablebase_picker_editor_and_screenshot(page):
         error = page.inner_text("#edit-error")
         status, body = call(f"{base}/api/position?pos=20,20,1,1,1,1,1,1,1,1,1,9")
         assert status == 400 and error == body["error"] and error.count(".") >= 1
-        assert read_page(page)["position"] == str(pos)      # nothing changed
+        assert read_page(page)["position"] == str(pos)  # nothing changed
         page.fill("#edit-text", "")
         for i, stones in enumerate([2, 0, 3, 1, 0, 0, 1, 2, 0, 1]):
             page.fill(f"[data-edit-index='{i}']", str(stones))
@@ -244,7 +260,9 @@ def test_endgame_only_tablebase_picker_editor_and_screenshot(page):
         check_against_oracle(page, tb, edited)
         # a layer this tablebase does not hold: the server's 404 sentence on the page
         page.goto(f"{base}/?pos=0,0,5,5,5,5,5,5,5,5,5,5")
-        page.wait_for_function("document.getElementById('message').textContent.includes('not in this tablebase')")
+        page.wait_for_function(
+            "document.getElementById('message').textContent.includes('not in this tablebase')"
+        )
         settle(page)
         assert tb.position(read_page(page)["position"]).layer in held
         page.goto(f"{base}/?pos={compact(edited)}")

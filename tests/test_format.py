@@ -8,11 +8,10 @@ from math import comb
 import numpy as np
 import pytest
 import zstandard
+from conftest import FIXTURE_M40
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bestemshe_dist.errors import FormatError
-from conftest import FIXTURE_M40
 from bestemshe_dist.data.format import (
     BLOCK_BITS,
     BLOCK_BYTES,
@@ -28,6 +27,7 @@ from bestemshe_dist.data.format import (
     header_size,
     parse_header,
 )
+from bestemshe_dist.errors import FormatError
 
 FIXTURES = FIXTURE_M40
 NAME = "layer_4_6_win.bin"

@@ -2,6 +2,7 @@
 round trips), every reader checking them (probe, best move, play, verify
 --sample, the solver's dependency layers), the children cross-check where there
 are none, and the `checksums` command that writes them for the published files."""
+
 import hashlib
 import io
 import json
@@ -10,27 +11,27 @@ import uuid
 
 import numpy as np
 import pytest
+from conftest import FIXTURE_M40, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bestemshe_dist import Position, Tablebase
+from bestemshe_dist.cli import main
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.data.blocks import read_layer_codes
 from bestemshe_dist.data.checksums import FileSums, LayerSums, digest
-from bestemshe_dist.naming import sums_file
-from bestemshe_dist.cli import main
+from bestemshe_dist.data.store import Store
 from bestemshe_dist.errors import FormatError
 from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.run.driver import solve
-from bestemshe_dist.data.store import Store
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.naming import sums_file
 from bestemshe_dist.run import hostmem
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.hostpair import dep_bundle
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
-from conftest import FIXTURE_M40, run_cli
 
 V = Variant(50, 5)
-LAYER = (12, 24)                 # the largest layer with k1 + k2 >= 36: 817,190 positions
+LAYER = (12, 24)  # the largest layer with k1 + k2 >= 36: 817,190 positions
 WIN_FILE = "layer_12_24_win.bin"
 
 
@@ -61,7 +62,7 @@ def overwrite_mid_frame(path, block=0, seed=0):
     rng = np.random.default_rng(seed)
     for start in range((lo + hi) // 2, hi - 32):
         damaged = bytearray(data)
-        damaged[start:start + 32] = rng.integers(0, 256, 32, dtype=np.uint8).tobytes()
+        damaged[start : start + 32] = rng.integers(0, 256, 32, dtype=np.uint8).tobytes()
         try:
             after = np.frombuffer(fmt.decode_block(bytes(damaged[lo:hi]), "x", block), np.uint8)
         except FormatError:
@@ -81,7 +82,7 @@ def truncate_mid_frame(path):
 
 def change_header(path):
     data = bytearray(path.read_bytes())
-    data[4] ^= 1                      # the first frame's offset
+    data[4] ^= 1  # the first frame's offset
     path.write_bytes(bytes(data))
 
 
@@ -90,8 +91,10 @@ def stale_sidecar(folder):
     path = folder / WIN_FILE
     good = path.read_bytes()
     overwrite_mid_frame(path)
-    files = {"win": FileSums.of_file(path.read_bytes()),
-             "draw": FileSums.of_file((folder / "layer_12_24_draw.bin").read_bytes())}
+    files = {
+        "win": FileSums.of_file(path.read_bytes()),
+        "draw": FileSums.of_file((folder / "layer_12_24_draw.bin").read_bytes()),
+    }
     (folder / sums_file(*LAYER)).write_bytes(LayerSums(LAYER, files).to_bytes())
     path.write_bytes(good)
 
@@ -118,7 +121,7 @@ DAMAGE = {
     "sidecar stale": (stale_sidecar, "block 0 fails its checksum"),
     "sidecar missing": (missing_sidecar, f"{sums_file(*LAYER)} is missing"),
 }
-POSITION = "12 24 3 1 4 3 0 0 1 0 2 0"     # rank 616,971 of layer 12_24: block 0
+POSITION = "12 24 3 1 4 3 0 0 1 0 2 0"  # rank 616,971 of layer 12_24: block 0
 
 
 def _cli(capsys, *args):
@@ -137,27 +140,44 @@ def test_sidecar_round_trip_and_what_it_covers(m36):
     sums = FileSums.of_file(data)
     offsets = fmt.parse_header(data, len(data), WIN_FILE)
     assert sums.size == len(data) and len(sums.frames) == len(offsets) - 1
-    assert sums.header == digest(data[: offsets[0]]) and sums.frames[0] == digest(data[offsets[0]:offsets[1]])
+    assert sums.header == digest(data[: offsets[0]]) and sums.frames[0] == digest(
+        data[offsets[0] : offsets[1]]
+    )
     raw = (m36 / sums_file(*LAYER)).read_bytes()
     parsed = LayerSums.from_bytes(raw, LAYER, "x")
     assert parsed.files["win"] == sums and LayerSums.from_bytes(parsed.to_bytes(), LAYER, "x") == parsed
     entry = json.loads((m36 / "manifest.json").read_text())["layers"]["12_24"]
-    assert entry["checksums"] == {"hash": "blake2b-128", "file": "layer_12_24.sums.json", "bytes": len(raw),
-                                  "sha256": hashlib.sha256(raw).hexdigest()}
+    assert entry["checksums"] == {
+        "hash": "blake2b-128",
+        "file": "layer_12_24.sums.json",
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
     # Every layer the solve wrote has its checksum file.
     for key in json.loads((m36 / "manifest.json").read_text())["layers"]:
         assert (m36 / f"layer_{key}.sums.json").exists()
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("nonsense", "not a valid checksum file"),
-    ('{"format": "other"}', "not a checksum file"),
-    ('{"format": "bestemshe-checksums", "hash": "md5", "layer": [12, 24], "files": {}}', "is not blake2b-128"),
-    ('{"format": "bestemshe-checksums", "hash": "blake2b-128", "layer": [24, 12], "files": {}}',
-     "it is for layer [24, 12]"),
-    ('{"format": "bestemshe-checksums", "hash": "blake2b-128", "layer": [12, 24], '
-     '"files": {"win": {"bytes": 9, "header": "ab", "frames": ["cd"]}}}', "digests are malformed"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("nonsense", "not a valid checksum file"),
+        ('{"format": "other"}', "not a checksum file"),
+        (
+            '{"format": "bestemshe-checksums", "hash": "md5", "layer": [12, 24], "files": {}}',
+            "is not blake2b-128",
+        ),
+        (
+            '{"format": "bestemshe-checksums", "hash": "blake2b-128", "layer": [24, 12], "files": {}}',
+            "it is for layer [24, 12]",
+        ),
+        (
+            '{"format": "bestemshe-checksums", "hash": "blake2b-128", "layer": [12, 24], '
+            '"files": {"win": {"bytes": 9, "header": "ab", "frames": ["cd"]}}}',
+            "digests are malformed",
+        ),
+    ],
+)
 def test_a_bad_sidecar_is_one_sentence(text, needle):
     with pytest.raises(FormatError) as err:
         LayerSums.from_bytes(text.encode(), LAYER, "tb/layer_12_24.sums.json")
@@ -172,7 +192,7 @@ def test_any_changed_byte_of_a_frame_fails_its_checksum(frame, data):
     sums.check_frame(0, frame, "f")
     at = data.draw(st.integers(0, len(frame) - 1))
     value = data.draw(st.integers(0, 255).filter(lambda b: b != frame[at]))
-    damaged = frame[:at] + bytes([value]) + frame[at + 1:]
+    damaged = frame[:at] + bytes([value]) + frame[at + 1 :]
     with pytest.raises(FormatError, match="f: block 0 fails its checksum"):
         sums.check_frame(0, damaged, "f")
 
@@ -199,7 +219,7 @@ def test_probe_best_move_and_play_refuse_a_damaged_tablebase(m36, tmp_path, caps
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\nq\n"))
     rc, out, err = _cli(capsys, "play", folder, "--start", POSITION)
     assert rc == 1 and err.count("\n") == 1 and needle in err, err
-    assert _no_value(out) and "Tablebase:" not in out, out       # the banner only
+    assert _no_value(out) and "Tablebase:" not in out, out  # the banner only
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
@@ -210,7 +230,7 @@ def test_verify_sample_and_verify_refuse_a_damaged_tablebase(m36, tmp_path, dama
     done = run_cli("verify", folder, "--sample", "20", "--seed", "1", "--workers", "1", "--quiet")
     assert done.returncode == 1, done.stdout + done.stderr
     assert needle in done.stdout and "FAILED" in done.stdout.splitlines()[-1], done.stdout
-    if damage == "frame overwritten mid-way":      # the acceptance case, checked in full too
+    if damage == "frame overwritten mid-way":  # the acceptance case, checked in full too
         done = run_cli("verify", folder, "--workers", "1", "--quiet")
         assert done.returncode == 1 and f"{folder}/{WIN_FILE}: block 0 fails its checksum" in done.stdout
 
@@ -224,11 +244,11 @@ def test_the_solver_refuses_a_damaged_dependency_layer(m36, tmp_path):
         # Layer 22_12's only capture target is 12_24: loading it into host memory checks it.
         with pytest.raises(FormatError, match=f"{WIN_FILE}: block 0 fails its checksum"):
             dep_bundle(space, job, job.dep_source, 22, 12, {})
-        assert not space.has("row-12-24")            # nothing half-loaded is taken for the layer
+        assert not space.has("row-12-24")  # nothing half-loaded is taken for the layer
     finally:
         space.remove()
     missing_sidecar(folder)
-    with pytest.raises(FormatError, match="layer_12_24.sums.json is missing"):
+    with pytest.raises(FormatError, match=r"layer_12_24\.sums\.json is missing"):
         read_layer_codes(Store(str(folder)), V, *LAYER)
 
 
@@ -249,8 +269,9 @@ def test_a_damaged_block_without_checksums_is_caught_by_its_moves(m36, tmp_path,
     differ = [p for p in differ if good.probe(p) != bad.probe(p)]
     assert differ
     for pos in differ:
-        with pytest.raises(FormatError, match=f"{WIN_FILE} block 0 .or the draw file's.: position {pos} "
-                                              "is stored as"):
+        with pytest.raises(
+            FormatError, match=f"{WIN_FILE} block 0 .or the draw file's.: position {pos} is stored as"
+        ):
             bad.analyse(pos)
     rc, out, err = _cli(capsys, "probe", folder, str(differ[0]))
     assert rc == 1 and out == "" and "so that block or a block of one of its children is damaged" in err
@@ -260,11 +281,13 @@ def test_a_damaged_block_without_checksums_is_caught_by_its_moves(m36, tmp_path,
 def test_checksums_for_the_published_files(tmp_path, capsys):
     folder = _copy(FIXTURE_M40, tmp_path / "pub")
     rc, out, _ = _cli(capsys, "checksums", folder)
-    assert rc == 0 and out.strip().endswith("15 layers, 15 written, 0 unchanged, 0 failed (blake2b-128, "
-                                            + out.strip().rsplit("blake2b-128, ", 1)[1])
+    assert rc == 0 and out.strip().endswith(
+        "15 layers, 15 written, 0 unchanged, 0 failed (blake2b-128, "
+        + out.strip().rsplit("blake2b-128, ", 1)[1]
+    )
     assert len(list(folder.glob("*.sums.json"))) == 15
     for path in FIXTURE_M40.glob("*.bin"):
-        assert (folder / path.name).read_bytes() == path.read_bytes()      # files untouched
+        assert (folder / path.name).read_bytes() == path.read_bytes()  # files untouched
     rc, out, _ = _cli(capsys, "probe", folder, "--json", "20", "20", *["1"] * 10)
     assert rc == 0 and json.loads(out)["verified"] is True
     rc, out, _ = _cli(capsys, "checksums", folder)
@@ -275,7 +298,7 @@ def test_checksums_for_the_published_files(tmp_path, capsys):
     assert rc == 1 and "layer_16_24_win.bin: block 0 fails its checksum" in err
     rc, out, _ = _cli(capsys, "checksums", folder)
     assert rc == 1 and "layer 16_24: FAILED" in out and "layer_16_24.sums.json does not match" in out
-    rc, out, _ = _cli(capsys, "checksums", folder, "--rewrite")       # the user trusts these files now
+    rc, out, _ = _cli(capsys, "checksums", folder, "--rewrite")  # the user trusts these files now
     assert rc == 0 and "1 written, 14 unchanged" in out
 
 
@@ -283,21 +306,25 @@ def test_checksums_upgrades_a_tablebase_written_without_them(m36, tmp_path, caps
     folder = _without_checksums(_copy(m36, tmp_path / "old"))
     rc, out, _ = _cli(capsys, "probe", folder, "--json", *POSITION.split())
     assert rc == 0 and json.loads(out)["verified"] is False
-    (folder / "layer_24_12_draw.bin").write_bytes(b"\0" * 8)        # not the file the manifest vouches for
+    (folder / "layer_24_12_draw.bin").write_bytes(b"\0" * 8)  # not the file the manifest vouches for
     rc, out, _ = _cli(capsys, "checksums", folder)
     assert rc == 1 and "layer_24_12_draw.bin does not match the sha256 its manifest records" in out
     shutil.copyfile(m36 / "layer_24_12_draw.bin", folder / "layer_24_12_draw.bin")
     rc, out, _ = _cli(capsys, "checksums", folder)
-    assert rc == 0 and "1 written, 27 unchanged" in out      # the others were written by the first run
+    assert rc == 0 and "1 written, 27 unchanged" in out  # the others were written by the first run
     for path in m36.glob("*.sums.json"):
-        assert (folder / path.name).read_bytes() == path.read_bytes()    # what the solver wrote
-    records = {k: e["checksums"] for k, e in json.loads((folder / "manifest.json").read_text())["layers"].items()}
-    assert records == {k: e["checksums"] for k, e in json.loads((m36 / "manifest.json").read_text())["layers"].items()}
+        assert (folder / path.name).read_bytes() == path.read_bytes()  # what the solver wrote
+    records = {
+        k: e["checksums"] for k, e in json.loads((folder / "manifest.json").read_text())["layers"].items()
+    }
+    assert records == {
+        k: e["checksums"] for k, e in json.loads((m36 / "manifest.json").read_text())["layers"].items()
+    }
 
 
 def test_a_resumed_solve_writes_checksums_for_layers_published_without_them(m36, tmp_path, client):
     folder = _without_checksums(_copy(m36, tmp_path / "old"))
-    summary = solve(client, Job(str(folder), V), make_plan(V, 36))   # resumes: every layer kept
+    summary = solve(client, Job(str(folder), V), make_plan(V, 36))  # resumes: every layer kept
     assert summary.layers_skipped == 28 and summary.layers_solved == 0
     for path in m36.glob("*.sums.json"):
         assert (folder / path.name).read_bytes() == path.read_bytes()
@@ -305,10 +332,13 @@ def test_a_resumed_solve_writes_checksums_for_layers_published_without_them(m36,
     assert layers == json.loads((m36 / "manifest.json").read_text())["layers"]
 
 
-@pytest.mark.parametrize("url,needle,code", [
-    ("http://127.0.0.1:9/tb", "checksums writes files beside the layers", 2),
-    ("EMPTY", "holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there.", 1),
-])
+@pytest.mark.parametrize(
+    "url,needle,code",
+    [
+        ("http://127.0.0.1:9/tb", "checksums writes files beside the layers", 2),
+        ("EMPTY", "holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there.", 1),
+    ],
+)
 def test_checksums_bad_urls_are_one_sentence(tmp_path, capsys, url, needle, code):
     url = tmp_path if url == "EMPTY" else url
     rc, out, err = _cli(capsys, "checksums", url)

@@ -8,6 +8,7 @@ game/ and solve/ import nothing from data/ or run/; run/, cluster/, oracle/ and
 verify/ do not import each other, and watch/ never imports run/. The check reads every module's imports (at the top
 and inside functions) with ast, and is itself tested on sources broken on purpose.
 """
+
 import ast
 import json
 import subprocess
@@ -15,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 PACKAGE = ROOT / "bestemshe_dist"
@@ -34,7 +34,20 @@ ALLOWED = {
     "verify": {"base", "game", "solve", "data"},
     "serve": {"base", "game", "solve", "data", "oracle"},
     "learn": {"base", "game", "solve", "data", "oracle"},
-    "top": {"base", "game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn", "top"},
+    "top": {
+        "base",
+        "game",
+        "solve",
+        "data",
+        "watch",
+        "run",
+        "cluster",
+        "oracle",
+        "verify",
+        "serve",
+        "learn",
+        "top",
+    },
 }
 
 
@@ -67,13 +80,13 @@ def imported_modules(module: str, source: str, is_package: bool, known: set) -> 
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
             if target.split(".")[0] != "bestemshe_dist":
                 continue
-            for alias in node.names:   # `from pkg import module` imports that module
+            for alias in node.names:  # `from pkg import module` imports that module
                 sub = f"{target}.{alias.name}"
                 found.append((node.lineno, sub if sub in known else target))
     return found
@@ -96,19 +109,22 @@ def test_inner_layers_never_import_outer_ones():
     assert violations(package_sources()) == []
 
 
-@pytest.mark.parametrize("module, line", [
-    ("bestemshe_dist.game.rules", "from ..data.store import Store"),
-    ("bestemshe_dist.solve.kernels", "from ..run import tasks"),
-    ("bestemshe_dist.data.store", "import bestemshe_dist.watch.status"),
-    ("bestemshe_dist.watch.status", "from ..run.driver import solve"),
-    ("bestemshe_dist.run.driver", "from ..cluster import connect"),
-    ("bestemshe_dist.cluster.local", "from ..data.store import Store"),
-    ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.driver import verify"),
-    ("bestemshe_dist.run.driver", "from ..oracle import Tablebase"),
-    ("bestemshe_dist.naming", "from .game import variant"),
-    ("bestemshe_dist.oracle.play", "from ..serve import app"),
-    ("bestemshe_dist.serve.app", "from ..run.driver import solve"),
-])
+@pytest.mark.parametrize(
+    "module, line",
+    [
+        ("bestemshe_dist.game.rules", "from ..data.store import Store"),
+        ("bestemshe_dist.solve.kernels", "from ..run import tasks"),
+        ("bestemshe_dist.data.store", "import bestemshe_dist.watch.status"),
+        ("bestemshe_dist.watch.status", "from ..run.driver import solve"),
+        ("bestemshe_dist.run.driver", "from ..cluster import connect"),
+        ("bestemshe_dist.cluster.local", "from ..data.store import Store"),
+        ("bestemshe_dist.oracle.tablebase", "from bestemshe_dist.verify.driver import verify"),
+        ("bestemshe_dist.run.driver", "from ..oracle import Tablebase"),
+        ("bestemshe_dist.naming", "from .game import variant"),
+        ("bestemshe_dist.oracle.play", "from ..serve import app"),
+        ("bestemshe_dist.serve.app", "from ..run.driver import solve"),
+    ],
+)
 def test_the_layer_check_fails_when_a_module_reaches_outward(module, line):
     sources = package_sources()
     clean = violations(sources)
@@ -126,15 +142,24 @@ def test_every_module_sits_in_a_layer_folder_that_says_what_it_owns():
     for folder in FOLDERS:
         doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text()))
         assert doc and "May import" in doc, f"{folder}/__init__.py must say what it owns and may import"
-        for module in (PACKAGE / folder).glob("*.py"):   # each module it holds is listed there
+        for module in (PACKAGE / folder).glob("*.py"):  # each module it holds is listed there
             if module.stem != "__init__":
                 assert f"{module.stem}.py" in doc, f"{folder}/__init__.py does not list {module.name}"
 
 
 def _loaded(code: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\n"
-                           "print(json.dumps({m: m in sys.modules for m in ('numba', 'zstandard')}))"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code + "\nimport json, sys\n"
+            "print(json.dumps({m: m in sys.modules for m in ('numba', 'zstandard')}))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -142,15 +167,22 @@ def _loaded(code: str) -> dict:
 def test_the_plan_and_status_load_neither_numba_nor_zstandard(tmp_path):
     none = {"numba": False, "zstandard": False}
     assert _loaded("import bestemshe_dist.game.dag") == none
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"format": "bestemshe-tablebase", "version": 1, "variant": {"stones": 8, "pits": 2}, "layers": {}}))
-    status = _loaded("import sys\nfrom bestemshe_dist.cli import main\n"
-                     f"sys.argv = ['bestemshe-dist', 'status', {str(tmp_path)!r}]\n"
-                     "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code")
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {"format": "bestemshe-tablebase", "version": 1, "variant": {"stones": 8, "pits": 2}, "layers": {}}
+        )
+    )
+    status = _loaded(
+        "import sys\nfrom bestemshe_dist.cli import main\n"
+        f"sys.argv = ['bestemshe-dist', 'status', {str(tmp_path)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    )
     assert status == none
     # and the solver's own imports do load them (the check above can fail)
     assert _loaded("import bestemshe_dist.solve.pair; import bestemshe_dist.data.format") == {
-        "numba": True, "zstandard": True}
+        "numba": True,
+        "zstandard": True,
+    }
 
 
 def test_no_folder_is_named_as_build_output():
@@ -165,9 +197,14 @@ def _ignored_by(gitignore: Path, tmp_path: Path) -> list:
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_bytes(gitignore.read_bytes())
-    done = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=tmp_path, input=tracked,
-                          capture_output=True, text=True)
-    assert done.returncode in (0, 1), done.stderr   # 1: nothing ignored
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=tmp_path,
+        input=tracked,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode in (0, 1), done.stderr  # 1: nothing ignored
     return done.stdout.split()
 
 

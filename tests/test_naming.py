@@ -1,4 +1,5 @@
 """naming.py: every name it builds, it parses back (and nothing else parses as one)."""
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,8 +30,14 @@ def test_checkpoint_parts_round_trip(l, round_, chunk, part_tag):
     assert naming.parse_pair_dir(pair) == (min(l), max(l))
 
 
-@given(layer, st.integers(0, 200), st.integers(0, 10_000), st.none() | st.integers(0, 99), tag,
-       st.sampled_from(["win", "draw", "bits", "dtz"]))
+@given(
+    layer,
+    st.integers(0, 200),
+    st.integers(0, 10_000),
+    st.none() | st.integers(0, 99),
+    tag,
+    st.sampled_from(["win", "draw", "bits", "dtz"]),
+)
 def test_task_keys_round_trip(l, round_, chunk, piece, run, table):
     a, b = min(l), max(l)
     pair = naming.pair_key(a, b)
@@ -39,13 +46,19 @@ def test_task_keys_round_trip(l, round_, chunk, piece, run, table):
         assert naming.parse_task_key(key) == naming.TaskName((a, b), None)
     chunk_key = naming.run_key(naming.chunk_key(pair, round_, chunk, piece), run)
     assert naming.parse_task_key(chunk_key) == naming.TaskName(
-        (a, b), None, round_, str(chunk) if piece is None else f"{chunk}.{piece}")
+        (a, b), None, round_, str(chunk) if piece is None else f"{chunk}.{piece}"
+    )
     publish = naming.run_key(naming.publish_part_key(pair, l, table, chunk), run)
     assert naming.parse_task_key(publish) == naming.TaskName((a, b), l)
     assert naming.parse_task_key(naming.run_key(naming.layer_key(*l), run)) == naming.TaskName(None, l)
     # the keys the dashboard does not follow parse as none of those
-    for other in (naming.small_round_key(pair, round_), naming.flush_key(pair, round_, l, "h0123abcd", 1),
-                  naming.check_key(*l), naming.verify_key(*l, chunk, run), naming.verify_files_key(*l, run)):
+    for other in (
+        naming.small_round_key(pair, round_),
+        naming.flush_key(pair, round_, l, "h0123abcd", 1),
+        naming.check_key(*l),
+        naming.verify_key(*l, chunk, run),
+        naming.verify_files_key(*l, run),
+    ):
         assert naming.parse_task_key(naming.run_key(other, run)) is None
 
 
@@ -63,5 +76,6 @@ def test_shard_files_round_trip(shard):
     name = naming.shard_file(index, count)
     assert naming.parse_shard_file(name) == (index, count)
     import fnmatch
+
     assert fnmatch.fnmatch(name, naming.SHARD_GLOB)
     assert naming.parse_shard_file(name + ".tmp") is None and naming.parse_shard_file("x" + name) is None

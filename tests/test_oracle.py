@@ -1,24 +1,31 @@
 """The oracle (Tablebase): probes equal the solver's tables, moves and best moves keep
 the value, perfect play converts a won game, the seed client's defect is gone,
 threads and the block cache are safe, and the CLI reports bad input in one sentence."""
+
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import cache
 from math import comb
 
 import numpy as np
 import pytest
+from conftest import FIXTURE_M40, run_cli
+from oracle_support import (
+    assert_every_probe_matches,
+    layer_positions,
+    random_positions,
+    solve_into,
+    solver_tables,
+    truth,
+)
 
 from bestemshe_dist import Position, Tablebase
-from bestemshe_dist.data import format as fmt
 from bestemshe_dist.cli import main
+from bestemshe_dist.data import format as fmt
 from bestemshe_dist.errors import StoreError, UsageError
 from bestemshe_dist.game.rules import rank
 from bestemshe_dist.game.variant import Variant
-from conftest import FIXTURE_M40, run_cli
-from oracle_support import (assert_every_probe_matches, layer_positions, random_positions,
-                            solve_into, solver_tables, truth)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +94,8 @@ def test_moves_and_best_move_keep_the_value_with_distances(tb83):
                 # does the loser's (longest loss): distances decided the choice.
                 assert choice.guaranteed and choice.move.dtz == seen.dtz, str(pos)
                 assert choice.move.dtz == (min if seen.value == "win" else max)(
-                    m.dtz for m in tb.moves(pos) if m.value == seen.value)
+                    m.dtz for m in tb.moves(pos) if m.value == seen.value
+                )
             checked += 1
     assert checked == sum(tb.variant.layer_size(*l) for l in tables)
 
@@ -105,7 +113,7 @@ def test_best_move_without_distances_keeps_the_value_and_says_so(client, tmp_pat
             wins += 1
             moves = tb.moves(pos)
             if any(m.ends_game for m in moves):
-                assert choice.move.ends_game and choice.guaranteed     # an immediate win first
+                assert choice.move.ends_game and choice.guaranteed  # an immediate win first
                 continue
             assert not choice.guaranteed and "not guaranteed" in choice.reason
             if any(m.captured and m.value == "win" for m in moves):
@@ -163,14 +171,14 @@ def test_self_play_never_loses_a_drawn_position(tb123, defender):
     results = [_self_play(tb, pos, defender, rng, limit=60)[0] for pos in sample]
     assert "defender" not in results
     if defender == "perfect":
-        assert set(results) == {"unfinished"}   # neither side can force a win
+        assert set(results) == {"unfinished"}  # neither side can force a win
     else:
-        assert "oracle" in results              # and a random player's slips are punished
+        assert "oracle" in results  # and a random player's slips are punished
 
 
-@lru_cache(maxsize=None)
+@cache
 def _whole_file(path):
-    return fmt.decode_file(path.read_bytes(), path.name)    # every block, padding included
+    return fmt.decode_file(path.read_bytes(), path.name)  # every block, padding included
 
 
 def _seed_client(folder, k1, k2, pits):
@@ -189,10 +197,10 @@ def _seed_client(folder, k1, k2, pits):
 def test_seed_client_defect_is_not_repeated(client, tmp_path):
     variant = solve_into(client, tmp_path, 50, 5, min_captured=44)
     tables = solver_tables(tmp_path, variant)
-    tb = Tablebase.open(str(FIXTURE_M40))     # the published files: a bare folder, so 50/5
+    tb = Tablebase.open(str(FIXTURE_M40))  # the published files: a bare folder, so 50/5
     assert tb.manifest is None and tb.variant == Variant(50, 5)
     wrong_layers = set()
-    for (k1, k2) in sorted(tables):
+    for k1, k2 in sorted(tables):
         m = k1 + k2
         shifted = k1 > max(0, m - 24)
         differ = 0
@@ -201,7 +209,7 @@ def test_seed_client_defect_is_not_repeated(client, tmp_path):
             assert tb.probe(pos).value == want, str(pos)
             seed = _seed_client(FIXTURE_M40, k1, k2, pos.pits)
             if not shifted:
-                assert seed == want, str(pos)   # the formula is right where I_K = 0
+                assert seed == want, str(pos)  # the formula is right where I_K = 0
             elif seed != want:
                 differ += 1
                 assert seed == "loss"
@@ -213,7 +221,7 @@ def test_seed_client_defect_is_not_repeated(client, tmp_path):
 
 def test_threads_share_one_fetch_and_the_cache_keeps_its_bound(tb83):
     folder, tables = tb83
-    bound = 600     # bytes: a few of this tablebase's blocks (a small layer keeps only its bytes)
+    bound = 600  # bytes: a few of this tablebase's blocks (a small layer keeps only its bytes)
     tb = Tablebase.open(str(folder), cache_bytes=bound)
     positions = [p for layer in sorted(tables) for p in layer_positions(tb.variant, *layer)]
     want = [truth(tables, p.k1, p.k2, p.rank()) for p in positions]
@@ -231,7 +239,7 @@ def test_threads_share_one_fetch_and_the_cache_keeps_its_bound(tb83):
     # The bound holds (a block larger than it is used, then dropped: the cache may
     # end empty, depending on which thread probed last), and blocks were reused.
     assert stats["cached_bytes"] <= bound and stats["cache_hits"] > 0
-    assert stats["requests"] > 2 * 27   # blocks were evicted and fetched again
+    assert stats["requests"] > 2 * 27  # blocks were evicted and fetched again
 
     # Eight threads wanting the same block at once: one header read and one frame read.
     fresh = Tablebase.open(str(folder))
@@ -283,22 +291,33 @@ def test_cli_probe_text_and_json(tb83, capsys):
     pos = Position.parse("0 4 2 1 0 0 0 1", Variant(8, 3))
     assert (data["value"], data["dtz"]) == truth(tables, 0, 4, pos.rank()) == ("win", 3)
     assert [m["pit"] for m in data["moves"]] == [0, 1] and data["best_move"] == 1
-    assert data["moves"][1] == {"pit": 1, "stones": 1, "captured": 0, "ends_game": False,
-                                "child": "4 0 0 0 1 2 0 1", "value": "win", "dtz": 3, "child_dtz": 2}
+    assert data["moves"][1] == {
+        "pit": 1,
+        "stones": 1,
+        "captured": 0,
+        "ends_game": False,
+        "child": "4 0 0 0 1 2 0 1",
+        "value": "win",
+        "dtz": 3,
+        "child_dtz": 2,
+    }
     assert data["conversion_guaranteed"] is True
-    rc, out, _ = _cli(capsys, "probe", folder, "0 4 2 1 0 0 0 1")   # one quoted argument works too
+    rc, out, _ = _cli(capsys, "probe", folder, "0 4 2 1 0 0 0 1")  # one quoted argument works too
     # The text numbers pits 1..pits, as play does (JSON: 0-based indexes).
     assert rc == 0 and "win in 3 plies" in out and "best      pit 2: shortest win" in out
 
 
-@pytest.mark.parametrize("numbers,needle", [
-    ("0 0 2 1 1 2 1", "expected 8 numbers (k1 k2 p0..p5)"),
-    ("3 0 2 1 1 2 1 1", "k1 = 3 is odd"),
-    ("6 0 1 1 0 0 0 0", "k1 = 6 is out of range"),
-    ("0 0 2 1 1 2 1 2", "the pits hold 9 stones"),
-    ("0 0 2 -1 1 2 1 1", "p1 = -1 is negative"),
-    ("0 0 2 1.5 1 2 1 1", "p1 = '1.5' is not an integer"),
-])
+@pytest.mark.parametrize(
+    "numbers,needle",
+    [
+        ("0 0 2 1 1 2 1", "expected 8 numbers (k1 k2 p0..p5)"),
+        ("3 0 2 1 1 2 1 1", "k1 = 3 is odd"),
+        ("6 0 1 1 0 0 0 0", "k1 = 6 is out of range"),
+        ("0 0 2 1 1 2 1 2", "the pits hold 9 stones"),
+        ("0 0 2 -1 1 2 1 1", "p1 = -1 is negative"),
+        ("0 0 2 1.5 1 2 1 1", "p1 = '1.5' is not an integer"),
+    ],
+)
 def test_cli_bad_positions_are_one_sentence_exit_2(tb83, capsys, numbers, needle):
     rc, out, err = _cli(capsys, "probe", tb83[0], *numbers.split())
     assert rc == 2 and out == ""
@@ -323,7 +342,7 @@ def test_cli_missing_and_corrupt_files_exit_1_naming_the_file(tb83, tmp_path, ca
         "2 4 0 1 0 0 0 1": f"{copy}/layer_2_4_win.bin is missing: layer 2_4 is not in this tablebase",
         "4 2 0 1 0 0 0 1": f"cannot read {copy}/layer_4_2_win.bin: it does not exist",
         "0 0 2 1 1 2 1 1": f"{copy}/layer_0_0_win.bin: its header (block count and offsets) fails its "
-                           f"checksum in {copy}/layer_0_0.sums.json",
+        f"checksum in {copy}/layer_0_0.sums.json",
     }
     for numbers, needle in cases.items():
         rc, out, err = _cli(capsys, "probe", copy, *numbers.split())
@@ -343,13 +362,16 @@ def test_cli_probe_as_a_process_published_fixture():
     assert len(data["moves"]) == 5 and data["conversion_guaranteed"] is False
     bad = run_cli("probe", FIXTURE_M40, "20", "21", *["1"] * 10)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert bad.stderr.strip() == "bestemshe-dist probe: position: k2 = 21 is odd; every capture is even, so kazans are too."
+    assert (
+        bad.stderr.strip()
+        == "bestemshe-dist probe: position: k2 = 21 is odd; every capture is even, so kazans are too."
+    )
 
 
 def test_api_errors_are_bestemshe_errors(tb83):
     tb = Tablebase.open(str(tb83[0]))
     with pytest.raises(UsageError):
-        tb.probe("0 0 1 1 1 1 1 1 1 1 1 1")           # a 50/5 position in an 8/3 tablebase
+        tb.probe("0 0 1 1 1 1 1 1 1 1 1 1")  # a 50/5 position in an 8/3 tablebase
     with pytest.raises(UsageError, match="belongs to the game of 50 stones"):
         tb.probe(Position.start(Variant(50, 5)))
     with pytest.raises(StoreError):

@@ -1,6 +1,7 @@
 """The oracle over the network: a real HTTP server with Range support (nginx, from
 the Debian packages, started here on loopback) and a real S3 server (SeaweedFS).
 Probes equal the solver's tables, and read only the byte ranges they need."""
+
 import json
 import os
 import shutil
@@ -13,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zstandard
+from conftest import FIXTURE_M40, S3_BUCKET, S3_KEY, S3_SECRET, run_cli
+from oracle_support import assert_every_probe_matches, layer_positions, solve_into, solver_tables
 
 from bestemshe_dist import Position, Tablebase
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.game.variant import Variant
-from conftest import FIXTURE_M40, S3_BUCKET, S3_KEY, S3_SECRET, run_cli
-from oracle_support import assert_every_probe_matches, layer_positions, solve_into, solver_tables
 
 WIDE = (20, 0)  # 211,915,132 positions: 7 blocks of the 50-stone game
 
@@ -40,9 +41,10 @@ class Nginx:
         self.root, self.work, self.port = root, work, _free_port()
         self.log = work / "access.log"
         conf = work / "nginx.conf"
-        user = "user root;\n" if os.geteuid() == 0 else ""   # workers must read pytest's 0700 tmp
-        temp = "\n".join(f"    {k}_temp_path {work}/{k};" for k in ("client_body", "proxy", "fastcgi",
-                                                                        "uwsgi", "scgi"))
+        user = "user root;\n" if os.geteuid() == 0 else ""  # workers must read pytest's 0700 tmp
+        temp = "\n".join(
+            f"    {k}_temp_path {work}/{k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
         conf.write_text(f"""{user}worker_processes 1;
 daemon off;
 pid {work}/nginx.pid;
@@ -59,9 +61,11 @@ http {{
     }}
 }}
 """)
-        self.proc = subprocess.Popen([_nginx_binary(), "-p", str(work), "-c", str(conf), "-e",
-                                      str(work / "error.log")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [_nginx_binary(), "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.time() + 20
         while True:
             with socket.socket() as s:
@@ -84,7 +88,7 @@ http {{
                     rows.append((method, uri, int(status), int(sent), rng.strip('"')))
             if expect is None or len(rows) >= expect or time.time() > deadline:
                 return rows
-            time.sleep(0.05)   # nginx logs a request once its response is sent
+            time.sleep(0.05)  # nginx logs a request once its response is sent
 
     def lines(self):
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
@@ -106,8 +110,8 @@ def _wide_folder(folder: Path):
     frames = []
     for b in range(blocks):
         chunk = np.zeros(fmt.BLOCK_BYTES, np.uint8)
-        part = bits[b * fmt.BLOCK_BYTES:(b + 1) * fmt.BLOCK_BYTES]
-        chunk[:part.shape[0]] = part
+        part = bits[b * fmt.BLOCK_BYTES : (b + 1) * fmt.BLOCK_BYTES]
+        chunk[: part.shape[0]] = part
         frames.append(cctx.compress(chunk.tobytes()))
     zero = cctx.compress(bytes(fmt.BLOCK_BYTES))
     (folder / "layer_20_0_win.bin").write_bytes(fmt.build_file(frames))
@@ -192,15 +196,20 @@ def test_http_bare_folder_reads_one_block_of_a_large_file(served):
         frame = lambda offsets: int(offsets[block + 1] - offsets[block])  # noqa: E731
         expected = hsize + frame(win_offsets) + (0 if want else hsize + frame(draw_offsets))
         assert tb.bytes_fetched == expected
-        assert tb.bytes_fetched < len(win_file) / 5       # far less than the file
+        assert tb.bytes_fetched < len(win_file) / 5  # far less than the file
         # A bare folder has no checksum file: one GET answered 404, then the probe is unverified.
         rows = server.entries("/wide/", before, expect=4 if want else 7)
         gets = [r for r in rows if r[0] == "GET"]
         assert gets[0][:3] == ("GET", "/wide/layer_20_0.sums.json", 404) and not tb.verified(*WIDE)
         assert gets[1:3] == [
             ("GET", "/wide/layer_20_0_win.bin", 206, hsize, f"bytes=0-{hsize - 1}"),
-            ("GET", "/wide/layer_20_0_win.bin", 206, frame(win_offsets),
-             f"bytes={win_offsets[block]}-{win_offsets[block + 1] - 1}"),
+            (
+                "GET",
+                "/wide/layer_20_0_win.bin",
+                206,
+                frame(win_offsets),
+                f"bytes={win_offsets[block]}-{win_offsets[block + 1] - 1}",
+            ),
         ]
         assert sum(r[3] for r in gets[1:]) == expected
         # The file sizes come from HEAD requests (no body) when there is no manifest.
@@ -221,7 +230,8 @@ def test_http_published_layout_and_cli(served):
     missing = run_cli("probe", f"{server.url}/m40", "0", "0", *["5"] * 10)
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     assert missing.stderr.strip() == (
-        f"bestemshe-dist probe: cannot stat {server.url}/m40/layer_0_0_win.bin: it does not exist.")
+        f"bestemshe-dist probe: cannot stat {server.url}/m40/layer_0_0_win.bin: it does not exist."
+    )
 
 
 def test_s3_probes_equal_the_solver_tables(client, seaweed):
@@ -242,5 +252,7 @@ def test_s3_probes_equal_the_solver_tables(client, seaweed):
     assert S3_SECRET not in done.stdout + done.stderr
     missing = run_cli("probe", f"s3://{S3_BUCKET}/oracle/none", "0", "0", *["5"] * 10, env=env)
     assert missing.returncode == 1 and S3_SECRET not in missing.stderr
-    assert missing.stderr == (f"bestemshe-dist probe: s3://{S3_BUCKET}/oracle/none holds no tablebase: no "
-                              "manifest.json and no layer_<k1>_<k2>_win.bin files are there.\n")
+    assert missing.stderr == (
+        f"bestemshe-dist probe: s3://{S3_BUCKET}/oracle/none holds no tablebase: no "
+        "manifest.json and no layer_<k1>_<k2>_win.bin files are there.\n"
+    )

@@ -1,14 +1,16 @@
 """Rounds of a pair: frontier == sweep == brute force, un-moves invert moves."""
-import numpy as np
-import pytest
-from hypothesis import given, settings, strategies as st
 
 import bruteforce as bf
-from bestemshe_dist.solve import kernels
-from bestemshe_dist.game import rules
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bestemshe_dist.data.checkpoint import decode_part, encode_part
-from bestemshe_dist.solve.pair import FRONTIER, SWEEP, Delta, solve_pair
+from bestemshe_dist.game import rules
 from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve.pair import FRONTIER, SWEEP, Delta, solve_pair
 
 
 def solve_variant(variant, method):
@@ -20,9 +22,16 @@ def solve_variant(variant, method):
             b = m - a
             if a <= b and b in variant.kazans:
                 seen = {}
-                result = solve_pair(variant, a, b, codes, method,
-                                    on_round=lambda r, ds: seen.update(
-                                        {(d.layer, int(x)): r for d in ds for x in d.decisions()[0]}))
+                result = solve_pair(
+                    variant,
+                    a,
+                    b,
+                    codes,
+                    method,
+                    on_round=lambda r, ds: seen.update(
+                        {(d.layer, int(x)): r for d in ds for x in d.decisions()[0]}
+                    ),
+                )
                 codes.update(result.codes)
                 rounds.update(seen)
     return codes, rounds
@@ -80,7 +89,7 @@ def _check_unmove_ranks(child, pits, binom):
     after = np.zeros(n, np.int64)
     specs = np.zeros((rules.max_unmoves(pits), 3), np.int64)
     row = np.zeros(n, np.int64)
-    for pit, laps, rest in specs[:rules.unmove_specs(child, pits, after, specs)]:
+    for pit, laps, rest in specs[: rules.unmove_specs(child, pits, after, specs)]:
         rules.unmove_board(after, pits, pit, laps, rest, row)
         assert rules.unmove_rank(after, pits, pit, laps, rest, binom) == rules.rank(row, binom)
 
@@ -126,8 +135,11 @@ def test_delta_round_trips_through_bytes():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 300), st.lists(st.tuples(st.integers(0, 299), st.sampled_from([1, 2])), max_size=40),
-       st.integers(0, 10**9))
+@given(
+    st.integers(0, 300),
+    st.lists(st.tuples(st.integers(0, 299), st.sampled_from([1, 2])), max_size=40),
+    st.integers(0, 10**9),
+)
 def test_a_checkpoint_part_round_trips_aligned_and_writable(size, marks, lo):
     """Dense and sparse parts come back equal, with arrays the kernels take as they
     are (aligned, writable: numba would compile anew for others), in place over
@@ -140,8 +152,15 @@ def test_a_checkpoint_part_round_trips_aligned_and_writable(size, marks, lo):
     d = Delta((6, 14), 11, lo, lo + size, dense=dense, wins=wins, losses=losses, evaluations=size)
     for part in (d, d.sparse()):
         back = decode_part(encode_part(part))
-        assert (back.layer, back.round, back.lo, back.hi, back.wins, back.losses, back.evaluations) == \
-            ((6, 14), 11, lo, lo + size, wins, losses, size)
+        assert (back.layer, back.round, back.lo, back.hi, back.wins, back.losses, back.evaluations) == (
+            (6, 14),
+            11,
+            lo,
+            lo + size,
+            wins,
+            losses,
+            size,
+        )
         assert back.decisions()[0].tolist() == d.decisions()[0].tolist()
         assert back.decisions()[1].tolist() == d.decisions()[1].tolist()
         for array in (back.dense, back.ranks, back.values):
@@ -158,8 +177,16 @@ def test_a_checkpoint_part_of_the_earlier_layout_is_read():
     import zstandard
 
     buf = io.BytesIO()
-    meta = {"layer": [2, 4], "round": 5, "lo": 10, "hi": 20, "wins": 1, "losses": 1, "evaluations": 3,
-            "kind": "sparse"}
+    meta = {
+        "layer": [2, 4],
+        "round": 5,
+        "lo": 10,
+        "hi": 20,
+        "wins": 1,
+        "losses": 1,
+        "evaluations": 3,
+        "kind": "sparse",
+    }
     buf.write(json.dumps(meta).encode() + b"\n")
     np.save(buf, np.array([11, 17], np.int64))
     np.save(buf, np.array([1, 2], np.uint8))
@@ -187,6 +214,6 @@ def test_distance_tables_equal_bruteforce(stones, pits):
                 result = solve_pair(variant, a, b, codes, with_dtz=True)
                 codes.update(result.codes)
                 for layer, dtz in result.dtz.items():
-                    for board, value in values[layer].items():
+                    for board, _value in values[layer].items():
                         expected = distance[layer][board]
                         assert int(dtz[bf.rank(board)]) == (0 if expected is None else expected)

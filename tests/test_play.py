@@ -1,15 +1,16 @@
 """`bestemshe-dist play`: the terminal game, driven through injected streams."""
+
 import io
 import subprocess
 import sys
 
 import pytest
+from conftest import FIXTURE_M40, ROOT
+from oracle_support import layer_positions
 
 from bestemshe_dist import Position, Tablebase
 from bestemshe_dist.cli import main
 from bestemshe_dist.oracle.play import Game, play_game
-from conftest import FIXTURE_M40, ROOT
-from oracle_support import layer_positions
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +29,10 @@ def test_the_board_is_drawn_from_the_humans_side(tb):
     # The start is written from the side to move, the oracle: its row is 0 1 2.
     assert (game.oracle_k, game.human_k, game.oracle, game.human) == (2, 4, (0, 1, 2), (2, 1, 0))
     lines = game.render().splitlines()
-    assert "Oracle  kazan  2 [  2   1   0 ]" in lines[1]     # its pit 1 is on the right
+    assert "Oracle  kazan  2 [  2   1   0 ]" in lines[1]  # its pit 1 is on the right
     assert "You     kazan  4 [  2   1   0 ]" in lines[2]
     assert game.position() == Position.parse("2 4 0 1 2 2 1 0", tb.variant)
-    assert game.play(2) == (0, False)   # its pit 3 (2 stones): one stays, one to your pit 1
+    assert game.play(2) == (0, False)  # its pit 3 (2 stones): one stays, one to your pit 1
     assert (game.oracle, game.human, game.human_to_move) == ((0, 1, 1), (3, 1, 0), True)
     assert game.position() == Position.parse("4 2 3 1 0 0 1 1", tb.variant)
     assert game.history == ["Oracle 3"]
@@ -39,7 +40,7 @@ def test_the_board_is_drawn_from_the_humans_side(tb):
 
 def test_a_whole_game_against_a_pit_cycling_human(tb):
     result, out = _play(tb, "1\n2\n3\n" * 200)
-    assert result in ("oracle", "draw")        # the start is a draw: the human can never win
+    assert result in ("oracle", "draw")  # the start is a draw: the human can never win
     assert "Game over: " in out and "\nMoves: 1. You " in out
     assert out.count("Tablebase: ") >= 2 and "The oracle sows its pit" in out
     assert "is empty: choose " in out or "keeps the draw" in out
@@ -49,7 +50,7 @@ def test_quit_and_end_of_input(tb):
     for text in ("q\n", "quit\n", ""):
         result, out = _play(tb, text, human_first=False)
         assert result == "quit" and "Game over: you quit." in out
-        assert "Moves: 1. Oracle " in out     # the oracle moved first
+        assert "Moves: 1. Oracle " in out  # the oracle moved first
 
 
 def test_bad_input_is_one_sentence_and_asked_again(tb):
@@ -100,16 +101,23 @@ def test_cli_play(tb, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
     assert main(["play", str(FIXTURE_M40), "--start", "20 20 1 1 1 1 1 1 1 1 1 1"]) == 0
     assert "50 stones, 5 pits per side" in capsys.readouterr().out
-    assert main(["play", str(FIXTURE_M40)]) == 1          # the start's layer is not there
+    assert main(["play", str(FIXTURE_M40)]) == 1  # the start's layer is not there
     assert "layer_0_0_win.bin: it does not exist" in capsys.readouterr().err
     assert main(["play", tb.url, "--start", "0 0 1 1 1"]) == 2
     assert capsys.readouterr().err.strip() == (
         "bestemshe-dist play: position: expected 8 numbers (k1 k2 p0..p5) for the game of "
-        "12 stones, 3 pits per side, got 5.")
+        "12 stones, 3 pits per side, got 5."
+    )
 
 
 def test_play_as_a_process(tb):
-    done = subprocess.run([sys.executable, "-m", "bestemshe_dist", "play", tb.url],
-                          input="1\nq\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bestemshe_dist", "play", tb.url],
+        input="1\nq\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stderr == ""
     assert "You sow pit 1" in done.stdout and "Game over: you quit." in done.stdout

@@ -1,20 +1,28 @@
 """Progress reports: the CLI's bar and lines, and the dashboard plugin's state
 built from the driver's events and task transitions (no cluster needed)."""
+
 import io
 
-from bestemshe_dist.watch.dashboard import SolveState, render
-from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.watch.progress import ProgressView, plan_message
-from bestemshe_dist.run.driver import SolveSummary
-from bestemshe_dist.game.variant import Variant
 from conftest import run_cli
 
-PLAN = make_plan(Variant(50, 5), 44)   # pairs 24-24, 22-24, 20-24, 22-22: 6 layers, 16,500 positions
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run.driver import SolveSummary
+from bestemshe_dist.watch.dashboard import SolveState, render
+from bestemshe_dist.watch.progress import ProgressView, plan_message
+
+PLAN = make_plan(Variant(50, 5), 44)  # pairs 24-24, 22-24, 20-24, 22-22: 6 layers, 16,500 positions
 
 
 def _entry(k1, k2, positions, win, draw, loss):
-    return {"k1": k1, "k2": k2, "positions": positions, "counts": {"win": win, "draw": draw, "loss": loss},
-            "rounds": 5, "solve_seconds": 0.25}
+    return {
+        "k1": k1,
+        "k2": k2,
+        "positions": positions,
+        "counts": {"win": win, "draw": draw, "loss": loss},
+        "rounds": 5,
+        "solve_seconds": 0.25,
+    }
 
 
 class _Clock:
@@ -39,9 +47,9 @@ def test_terminal_bar_redrawn_under_the_log_lines():
     assert text.startswith("[     0.0s] starting\n")
     bar = text.rsplit("\r\033[K", 1)[1]
     assert bar.startswith("[") and "1/6 layers, 3,055/16,500 positions, 306/s, ETA 0:44" in bar
-    assert "\r\033[K[    10.0s] a line\n" in text   # the bar cleared, the line, the bar again
-    assert text.endswith("\n")                     # finished: the bar's line ended
-    view.log("after")                              # no bar after the end
+    assert "\r\033[K[    10.0s] a line\n" in text  # the bar cleared, the line, the bar again
+    assert text.endswith("\n")  # finished: the bar's line ended
+    view.log("after")  # no bar after the end
     assert stream.getvalue().endswith("[    10.0s] after\n")
 
 
@@ -50,13 +58,18 @@ def test_plain_lines_when_not_a_terminal_and_nothing_when_quiet():
     view = ProgressView(stream, tty=False, clock=clock, every=5)
     view.started(PLAN, {(24, 24): _entry(24, 24, 55, 10, 5, 40)}, {})
     clock.now += 1
-    view.layer_done(_entry(22, 24, 715, 1, 2, 712))   # within 5 s of the last line: none
+    view.layer_done(_entry(22, 24, 715, 1, 2, 712))  # within 5 s of the last line: none
     clock.now += 5
     view.layer_done(_entry(24, 22, 715, 1, 2, 712))
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue() and len(lines) == 2
-    assert lines[0] == "[     0.0s] progress: [........................] 1/6 layers, 0/16,445 positions, 0/s, ETA ?"
-    assert lines[1].startswith("[     6.0s] progress: [##") and "3/6 layers, 1,430/16,445 positions" in lines[1]
+    assert (
+        lines[0]
+        == "[     0.0s] progress: [........................] 1/6 layers, 0/16,445 positions, 0/s, ETA ?"
+    )
+    assert (
+        lines[1].startswith("[     6.0s] progress: [##") and "3/6 layers, 1,430/16,445 positions" in lines[1]
+    )
 
     quiet = io.StringIO()
     view = ProgressView(quiet, tty=True, quiet=True)
@@ -74,20 +87,35 @@ def test_dashboard_state_from_events_and_task_keys():
     assert snap["solve"] == "running" and snap["total_layers"] == 6
     assert snap["counts"] == {"pending": 5, "running": 0, "done": 1, "failed": 0}
 
-    tag = "-0123abcd"                  # every solve task key ends with its run's tag
-    state.transition("pair-22-24" + tag, "waiting", "processing")      # a small pair
+    tag = "-0123abcd"  # every solve task key ends with its run's tag
+    state.transition("pair-22-24" + tag, "waiting", "processing")  # a small pair
     state.transition("pair-20-24/round-0/chunk-1" + tag, "waiting", "processing")
     state.transition("pair-20-24/round-0/chunk-1" + tag, "processing", "memory")
     state.transition("layer-22-22" + tag, "waiting", "processing")
     state.transition("layer-22-22" + tag, "processing", "erred")
-    state.transition("check-24-24" + tag, "waiting", "processing")     # not a solve task: ignored
+    state.transition("check-24-24" + tag, "waiting", "processing")  # not a solve task: ignored
     state.transition(("tuple", 1), "waiting", "processing")
-    state.event({"event": "round", "pair": "pair-20-24", "round": 0, "mode": "sweep", "decided": 3_000,
-                 "undecided": 7_000, "seconds": 0.1})
+    state.event(
+        {
+            "event": "round",
+            "pair": "pair-20-24",
+            "round": 0,
+            "mode": "sweep",
+            "decided": 3_000,
+            "undecided": 7_000,
+            "seconds": 0.1,
+        }
+    )
     snap = state.snapshot()
     by = {r["layer"]: r["state"] for r in snap["layers"]}
-    assert by == {"24_24": "done", "22_24": "running", "24_22": "running", "20_24": "running",
-                  "24_20": "running", "22_22": "failed"}
+    assert by == {
+        "24_24": "done",
+        "22_24": "running",
+        "24_22": "running",
+        "20_24": "running",
+        "24_20": "running",
+        "22_22": "failed",
+    }
     pair = next(p for p in snap["pairs_in_progress"] if p["pair"] == "pair-20-24")
     assert pair["round"] == 1 and pair["chunks"] == 4 and pair["chunks_done"] == 0
     assert pair["chunk_tasks"] == 0
@@ -101,8 +129,18 @@ def test_dashboard_state_from_events_and_task_keys():
     assert snap["rounds_total"] == 1 and snap["positions_decided"] == 55 + 3_010
 
     state.transition("pair-22-24" + tag, "processing", "memory")
-    state.event({"event": "layer", "layer": "22_24", "k1": 22, "k2": 24, "positions": 715,
-                 "counts": {"win": 700, "draw": 0, "loss": 15}, "rounds": 1, "seconds": 0.5})
+    state.event(
+        {
+            "event": "layer",
+            "layer": "22_24",
+            "k1": 22,
+            "k2": 24,
+            "positions": 715,
+            "counts": {"win": 700, "draw": 0, "loss": 15},
+            "rounds": 1,
+            "seconds": 0.5,
+        }
+    )
     snap = state.snapshot()
     by = {r["layer"]: r["state"] for r in snap["layers"]}
     assert by["22_24"] == "done" and by["24_22"] == "pending"
@@ -113,15 +151,26 @@ def test_dashboard_state_from_events_and_task_keys():
 
     state.event({"event": "finished", "seconds": 1.0, "positions": 16_500})
     assert state.snapshot()["solve"] == "finished"
-    state.event(plan_message(PLAN, {}, {}))   # the next solve starts afresh
+    state.event(plan_message(PLAN, {}, {}))  # the next solve starts afresh
     assert state.snapshot()["counts"]["done"] == 0
 
 
 def test_solve_without_dashboard_and_plain_lines(tmp_path):
-    done = run_cli("solve", "--stones", 6, "--pits", 1, "--workers", 1, "--out", tmp_path / "tb",
-                   "--dashboard-address", "none")
+    done = run_cli(
+        "solve",
+        "--stones",
+        6,
+        "--pits",
+        1,
+        "--workers",
+        1,
+        "--out",
+        tmp_path / "tb",
+        "--dashboard-address",
+        "none",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert all(line.startswith("[") for line in lines), done.stderr   # timestamped, no bar
+    assert all(line.startswith("[") for line in lines), done.stderr  # timestamped, no bar
     assert "/bestemshe" not in done.stderr and "dashboard http" not in done.stderr
     assert any("] progress: [" in line and "layers" in line and "ETA" in line for line in lines)

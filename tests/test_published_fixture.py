@@ -1,13 +1,15 @@
 """A 50-stone solve of the layers with k1 + k2 >= 40 equals the published files
 byte for byte (SPEC.md: same names, same header, level-19 frames)."""
+
 import hashlib
 import json
 
+from conftest import FIXTURE_M40
+
 from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
-from conftest import FIXTURE_M40
 
 
 def test_m40_equals_published_tablebase(client, tmp_path):

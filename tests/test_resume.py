@@ -1,6 +1,7 @@
 """Crashes cost at most a round: SIGKILL the driver (mid-round, between rounds,
 during publication) or a worker (mid-round); running the same command again
 ends with the same files as an uninterrupted solve."""
+
 import os
 import re
 import signal
@@ -10,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, run_cli
 
 from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
-from conftest import ROOT, run_cli
 
 STONES, PITS, CHUNK = 12, 3, 150
 ARGS = ["solve", "--stones", STONES, "--pits", PITS, "--chunk-size", CHUNK, "--workers", 2]
@@ -32,7 +33,10 @@ def reference(client, tmp_path_factory):
 def start(out):
     return subprocess.Popen(
         [sys.executable, "-m", "bestemshe_dist", *map(str, ARGS), "--out", str(out)],
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,
     )
 
@@ -180,8 +184,13 @@ def test_a_failed_solve_leaves_no_task_behind_on_its_cluster(client, tmp_path, r
 
     variant = Variant(STONES, PITS)
     with pytest.raises(_Stop):
-        solve(client, Job(str(tmp_path / "failed"), variant), make_plan(variant), chunk_size=CHUNK,
-              progress=StopAfter())
+        solve(
+            client,
+            Job(str(tmp_path / "failed"), variant),
+            make_plan(variant),
+            chunk_size=CHUNK,
+            progress=StopAfter(),
+        )
     # Every pair thread has ended (its round tasks cancelled or finished) ...
     import threading
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bestemshe_dist.game import rules
 from bestemshe_dist.errors import UsageError
+from bestemshe_dist.game import rules
 from bestemshe_dist.game.variant import MAX_STONES, Variant
 
 try:  # works whether or not tests/ is a package
@@ -75,16 +75,31 @@ def test_variant_numbers(stones, pits):
     assert b.dtype == np.int64
     # Large enough for every index the rank of any layer uses: i + p_i <= stones + n - 2.
     assert b.shape[0] >= stones + n - 1 and b.shape[1] >= n
-    expected = np.array(
-        [[comb(x, k) for k in range(b.shape[1])] for x in range(b.shape[0])], dtype=object
-    )
+    expected = np.array([[comb(x, k) for k in range(b.shape[1])] for x in range(b.shape[0])], dtype=object)
     assert (b.astype(object) == expected).all()
 
 
 @pytest.mark.parametrize(
     "stones,pits",
-    [(1, 5), (3, 5), (49, 5), (51, 2), (0, 5), (-2, 5), (64, 5), (100, 5), (MAX_STONES + 2, 1),
-     (50, 0), (50, 6), (50, -1), (10, 0), (10, 6), (2.0, 5), (50, 5.0), ("50", 5)],
+    [
+        (1, 5),
+        (3, 5),
+        (49, 5),
+        (51, 2),
+        (0, 5),
+        (-2, 5),
+        (64, 5),
+        (100, 5),
+        (MAX_STONES + 2, 1),
+        (50, 0),
+        (50, 6),
+        (50, -1),
+        (10, 0),
+        (10, 6),
+        (2.0, 5),
+        (50, 5.0),
+        ("50", 5),
+    ],
 )
 def test_invalid_variants(stones, pits):
     with pytest.raises(UsageError):

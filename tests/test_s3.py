@@ -1,14 +1,15 @@
 """Straight to a real S3 server (SeaweedFS on loopback) through s3fs."""
+
 import json
 
 import s3fs
-
 from conftest import S3_BUCKET, S3_KEY, S3_SECRET, run_cli
 
 
 def _fs(endpoint, secret=S3_SECRET):
-    return s3fs.S3FileSystem(key=S3_KEY, secret=secret, skip_instance_cache=True,
-                             client_kwargs={"endpoint_url": endpoint})
+    return s3fs.S3FileSystem(
+        key=S3_KEY, secret=secret, skip_instance_cache=True, client_kwargs={"endpoint_url": endpoint}
+    )
 
 
 def test_solve_to_s3_equals_local_solve(seaweed, tmp_path):
@@ -43,25 +44,52 @@ def _one_line_failure(done):
 def test_wrong_credentials_one_sentence(seaweed):
     endpoint, env = seaweed
     bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
-    line = _one_line_failure(run_cli("solve", "--stones", 6, "--pits", 1, "--workers", 1,
-                                     "--out", f"s3://{S3_BUCKET}/runs/bad-creds", env=bad))
+    line = _one_line_failure(
+        run_cli(
+            "solve",
+            "--stones",
+            6,
+            "--pits",
+            1,
+            "--workers",
+            1,
+            "--out",
+            f"s3://{S3_BUCKET}/runs/bad-creds",
+            env=bad,
+        )
+    )
     assert "access denied" in line and "check the credentials" in line
     assert not _fs(endpoint).exists(f"{S3_BUCKET}/runs/bad-creds/manifest.json")
 
 
 def test_missing_bucket_one_sentence(seaweed):
     _, env = seaweed
-    line = _one_line_failure(run_cli("solve", "--stones", 6, "--pits", 1, "--workers", 1,
-                                     "--out", "s3://no-such-bucket/x", env=env))
+    line = _one_line_failure(
+        run_cli(
+            "solve", "--stones", 6, "--pits", 1, "--workers", 1, "--out", "s3://no-such-bucket/x", env=env
+        )
+    )
     assert "s3://no-such-bucket/x" in line and "bucket does not exist" in line
 
 
 def test_unreachable_endpoint_one_sentence(seaweed):
     _, env = seaweed
-    line = _one_line_failure(run_cli(
-        "solve", "--stones", 6, "--pits", 1, "--workers", 1, "--out", f"s3://{S3_BUCKET}/x",
-        "--storage-options", json.dumps({"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}),
-        env=env))
+    line = _one_line_failure(
+        run_cli(
+            "solve",
+            "--stones",
+            6,
+            "--pits",
+            1,
+            "--workers",
+            1,
+            "--out",
+            f"s3://{S3_BUCKET}/x",
+            "--storage-options",
+            json.dumps({"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}),
+            env=env,
+        )
+    )
     assert "Could not connect to the endpoint URL" in line
 
 

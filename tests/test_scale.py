@@ -2,6 +2,7 @@
 fits the pair (not the pair times the threads or processes), distances rebuilt
 at publication equal to what the solver wrote before, and the memory check that
 refuses a pair before it runs."""
+
 import hashlib
 import json
 import logging
@@ -9,19 +10,19 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from conftest import ROOT, run_cli
 from distributed import Client, LocalCluster
+from oracle_support import solver_tables
 
+from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
+from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run import hostmem
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.hostpair import fill_synthetic, row_slots, synthetic_shares
 from bestemshe_dist.run.memory import pair_memory
-from bestemshe_dist.game.dag import make_plan, pair_plan, single_pair_plan
-from bestemshe_dist.watch.progress import Progress
-from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
-from conftest import ROOT, run_cli
-from oracle_support import solver_tables
+from bestemshe_dist.solve import kernels
+from bestemshe_dist.watch.progress import Progress
 
 SMALL = Variant(8, 2)
 
@@ -52,9 +53,14 @@ def test_synthetic_dependencies_take_the_real_path(client, tmp_path):
 
     synthetic = tmp_path / "synthetic"
     lines = []
-    solve(client, Job(str(synthetic), SMALL, synthetic=seed), single_pair_plan(SMALL, 2, 2), lines.append,
-          chunk_size=7)
-    assert any("pair-2-2 round 2 (" in line for line in lines)   # the chunked path, several chunks
+    solve(
+        client,
+        Job(str(synthetic), SMALL, synthetic=seed),
+        single_pair_plan(SMALL, 2, 2),
+        lines.append,
+        chunk_size=7,
+    )
+    assert any("pair-2-2 round 2 (" in line for line in lines)  # the chunked path, several chunks
     for kind in ("win", "draw"):
         name = f"layer_2_2_{kind}.bin"
         assert (synthetic / name).read_bytes() == (real / name).read_bytes()
@@ -78,8 +84,24 @@ def test_one_pair_solves_on_its_published_dependencies(tmp_path, chunk):
     for path in full.glob("layer_2_4[._]*"):
         (out / path.name).write_bytes(path.read_bytes())
     extra = ["--chunk-size", chunk] if chunk else []
-    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--out", out, "--workers", 1,
-                   "--dashboard-address", "none", *extra, timeout=180)
+    done = run_cli(
+        "solve",
+        "--stones",
+        8,
+        "--pits",
+        2,
+        "--pair",
+        2,
+        2,
+        "--out",
+        out,
+        "--workers",
+        1,
+        "--dashboard-address",
+        "none",
+        *extra,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     for kind in ("win", "draw"):
         assert (out / f"layer_2_2_{kind}.bin").read_bytes() == (full / f"layer_2_2_{kind}.bin").read_bytes()
@@ -87,12 +109,29 @@ def test_one_pair_solves_on_its_published_dependencies(tmp_path, chunk):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    failed = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--out", empty, "--workers", 1,
-                     "--dashboard-address", "none", *extra, timeout=180)
+    failed = run_cli(
+        "solve",
+        "--stones",
+        8,
+        "--pits",
+        2,
+        "--pair",
+        2,
+        2,
+        "--out",
+        empty,
+        "--workers",
+        1,
+        "--dashboard-address",
+        "none",
+        *extra,
+        timeout=180,
+    )
     errors = [l for l in failed.stderr.splitlines() if not l.startswith("[")]
     assert failed.returncode == 1 and errors == [
         f"bestemshe-dist solve: layer 2_4, a dependency of pair-2-2, is not published intact in {empty}: "
-        "solve it first (solve --min-captured 6), or use --synthetic-deps."], failed.stderr
+        "solve it first (solve --min-captured 6), or use --synthetic-deps."
+    ], failed.stderr
     assert not list(empty.glob("*.json")) and not list(empty.glob("*.bin"))
 
 
@@ -103,17 +142,42 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     import sys
 
     deps = tmp_path / "deps"
-    assert run_cli("solve", "--stones", 8, "--pits", 2, "--min-captured", 6, "--out", deps,
-                   "--workers", 1).returncode == 0
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pair_bench.py"), "--stones", "8", "--pits",
-                           "2", "--pair", "2", "2", "--deps", str(deps), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert (
+        run_cli(
+            "solve", "--stones", 8, "--pits", 2, "--min-captured", 6, "--out", deps, "--workers", 1
+        ).returncode
+        == 0
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "pair_bench.py"),
+            "--stones",
+            "8",
+            "--pits",
+            "2",
+            "--pair",
+            "2",
+            "2",
+            "--deps",
+            str(deps),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     # by default, the CLI's own local cluster
     from bestemshe_dist.cluster import local_cluster_kwargs
+
     default = local_cluster_kwargs(None, None, None, dashboard_address="none")
-    assert (report["workers"], report["threads_per_worker"]) == (default["n_workers"], default["threads_per_worker"])
+    assert (report["workers"], report["threads_per_worker"]) == (
+        default["n_workers"],
+        default["threads_per_worker"],
+    )
     assert report["identical_counts"] and report["one_process"]["counts"] == report["cli"]["counts"]
     assert report["positions"] == SMALL.layer_size(2, 2) and report["cli"]["rounds"] >= 1
     cli = report["cli"]
@@ -121,8 +185,10 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     assert parts <= cli["wall_seconds"] + 0.05 and min(cli["peak_rss_per_worker"]) > 0
     # rounds by kind: a pair this small is solved whole in one task (no round lines)
     assert sum(report["one_process"]["mode_seconds"].values()) <= report["one_process"]["seconds"] + 0.05
-    assert len(cli["round_seconds"]) in (0, cli["rounds"]) and sum(cli["round_seconds"]) <= cli["rounds_seconds"]
-    assert cli["task_phases"] == {}   # nor phases: those come from a large pair's rounds
+    assert (
+        len(cli["round_seconds"]) in (0, cli["rounds"]) and sum(cli["round_seconds"]) <= cli["rounds_seconds"]
+    )
+    assert cli["task_phases"] == {}  # nor phases: those come from a large pair's rounds
 
 
 def test_floor_bench_does_the_kernels_arithmetic():
@@ -132,9 +198,28 @@ def test_floor_bench_does_the_kernels_arithmetic():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor_bench.py"), "--stones", "12", "--pits",
-                           "3", "--layer", "2", "0", "--check", "100000", "--publish-core-seconds", "1.5", "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "floor_bench.py"),
+            "--stones",
+            "12",
+            "--pits",
+            "3",
+            "--layer",
+            "2",
+            "0",
+            "--check",
+            "100000",
+            "--publish-core-seconds",
+            "1.5",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     variant = Variant(12, 3)
@@ -144,21 +229,62 @@ def test_floor_bench_does_the_kernels_arithmetic():
     floor = report["floor"]
     assert floor["pair_positions"] == size + variant.layer_size(0, 2)
     assert floor["wall_seconds_with_reads"] == pytest.approx(
-        (2.03 * floor["pair_positions"] * report["sweep_ns"] * 1e-9 + 1.5) / 2)
-    assert 0 < report["walk_ns"] and 0 < report["arithmetic_ns"] and 0 < report["sweep_ns"]
+        (2.03 * floor["pair_positions"] * report["sweep_ns"] * 1e-9 + 1.5) / 2
+    )
+    assert report["walk_ns"] > 0 and report["arithmetic_ns"] > 0 and report["sweep_ns"] > 0
 
 
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
     out = tmp_path / "syn"
-    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", out,
-                   "--workers", 1, "--chunk-size", 7, "--dashboard-address", "none")
+    done = run_cli(
+        "solve",
+        "--stones",
+        8,
+        "--pits",
+        2,
+        "--pair",
+        2,
+        2,
+        "--synthetic-deps",
+        5,
+        "--out",
+        out,
+        "--workers",
+        1,
+        "--chunk-size",
+        7,
+        "--dashboard-address",
+        "none",
+    )
     assert done.returncode == 0, done.stderr
     for args, needle in (
-        (["solve", "--stones", 8, "--pits", 2, "--out", out, "--workers", 1],
-         "holds synthetic output (solve --synthetic-deps), which can never be part of a real tablebase"),
-        (["solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 6, "--out", out,
-          "--workers", 1], "holds synthetic output of another run (seed 5, pair-2-2)"),
-        (["probe", out, "2", "2", "1", "1", "1", "1"], "holds synthetic output (solve --synthetic-deps, seed 5)"),
+        (
+            ["solve", "--stones", 8, "--pits", 2, "--out", out, "--workers", 1],
+            "holds synthetic output (solve --synthetic-deps), which can never be part of a real tablebase",
+        ),
+        (
+            [
+                "solve",
+                "--stones",
+                8,
+                "--pits",
+                2,
+                "--pair",
+                2,
+                2,
+                "--synthetic-deps",
+                6,
+                "--out",
+                out,
+                "--workers",
+                1,
+            ],
+            "holds synthetic output of another run (seed 5, pair-2-2)",
+        ),
+        (
+            ["probe", out, "2", "2", "1", "1", "1", "1"],
+            "holds synthetic output (solve --synthetic-deps, seed 5)",
+        ),
         (["verify", out, "--workers", 1], "holds synthetic output"),
         (["checksums", out], "holds synthetic output"),
     ):
@@ -167,13 +293,31 @@ def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
         assert failed.returncode == 1 and len(errors) == 1 and needle in errors[0], failed.stderr
     real = tmp_path / "real"
     assert run_cli("solve", "--stones", 8, "--pits", 2, "--out", real, "--workers", 1).returncode == 0
-    done = run_cli("solve", "--stones", 8, "--pits", 2, "--pair", 2, 2, "--synthetic-deps", 5, "--out", real,
-                   "--workers", 1)
-    assert done.returncode == 1 and "synthetic output (solve --synthetic-deps) may never be mixed into" in \
-        done.stderr
-    for args, needle in ((["--synthetic-deps", 3], "--synthetic-deps needs --pair A B"),
-                         (["--pair", 2, 3], "3 is not a kazan of the 8-stone game"),
-                         (["--pair", 2, 2, "--min-captured", 4], "give one of them")):
+    done = run_cli(
+        "solve",
+        "--stones",
+        8,
+        "--pits",
+        2,
+        "--pair",
+        2,
+        2,
+        "--synthetic-deps",
+        5,
+        "--out",
+        real,
+        "--workers",
+        1,
+    )
+    assert (
+        done.returncode == 1
+        and "synthetic output (solve --synthetic-deps) may never be mixed into" in done.stderr
+    )
+    for args, needle in (
+        (["--synthetic-deps", 3], "--synthetic-deps needs --pair A B"),
+        (["--pair", 2, 3], "3 is not a kazan of the 8-stone game"),
+        (["--pair", 2, 2, "--min-captured", 4], "give one of them"),
+    ):
         done = run_cli("solve", "--stones", 8, "--pits", 2, "--out", tmp_path / "x", *args)
         assert done.returncode == 2 and needle in done.stderr and not (tmp_path / "x").exists()
 
@@ -182,7 +326,7 @@ def test_synthetic_shares_are_realistic():
     v = Variant(50, 5)
     for layer in ((24, 4), (12, 12), (4, 24), (0, 2)):
         codes = kernels.new_codes(v.layer_size(*layer))
-        fill_synthetic(v, 7, layer, codes[:4096])       # the first 131,072 positions
+        fill_synthetic(v, 7, layer, codes[:4096])  # the first 131,072 positions
         wins, losses, draws = kernels.count_codes(codes[:4096], 4096 * 32)
         win, loss = synthetic_shares(v, *layer)
         n = 4096 * 32
@@ -219,16 +363,31 @@ def _task_peak(threads, pair, rounds=3, chunks=32):
     variant = Variant(50, 5)
     size = variant.layer_size(*pair)
     chunk_size = -(-size // chunks // 32) * 32
-    with LocalCluster(n_workers=1, threads_per_worker=threads, processes=False, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=threads,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         import tempfile
+
         with tempfile.TemporaryDirectory() as out:
             job = Job(out, variant, synthetic=3)
             rounds_seen = _RoundPeaks()
             tracemalloc.start()
             try:
-                solve(client, job, single_pair_plan(variant, *pair), chunk_size=chunk_size,
-                      stop_after_rounds=rounds, progress=rounds_seen)
+                solve(
+                    client,
+                    job,
+                    single_pair_plan(variant, *pair),
+                    chunk_size=chunk_size,
+                    stop_after_rounds=rounds,
+                    progress=rounds_seen,
+                )
             finally:
                 tracemalloc.stop()
             assert len(rounds_seen.peaks) == rounds
@@ -244,8 +403,8 @@ def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
     about 5 MiB here with one thread, 20 MiB with four. Dask's own allocations
     make the growth vary between runs of the same code: -0.1 to 1.6 MB measured,
     so the bound is half a layer.)"""
-    small_layer = _task_peak(1, (10, 24))      # 2,042,975 positions a layer
-    large_layer = _task_peak(1, (4, 24))       # 20,160,075
+    small_layer = _task_peak(1, (10, 24))  # 2,042,975 positions a layer
+    large_layer = _task_peak(1, (4, 24))  # 20,160,075
     four_threads = _task_peak(4, (4, 24))
     layer_codes = kernels.code_words(20_160_075) * 8
     assert large_layer - small_layer < layer_codes / 2, (small_layer, large_layer)
@@ -259,9 +418,26 @@ def test_host_memory_is_held_once_for_all_worker_processes(tmp_path):
     held = {}
     for workers, threads in ((1, 1), (2, 1), (1, 2)):
         out = tmp_path / f"w{workers}t{threads}"
-        done = run_cli("solve", "--pair", 10, 24, "--synthetic-deps", 3, "--stop-after-rounds", 2,
-                       "--workers", workers, "--threads-per-worker", threads, "--chunk-size", 1 << 18,
-                       "--out", out, "--dashboard-address", "none")
+        done = run_cli(
+            "solve",
+            "--pair",
+            10,
+            24,
+            "--synthetic-deps",
+            3,
+            "--stop-after-rounds",
+            2,
+            "--workers",
+            workers,
+            "--threads-per-worker",
+            threads,
+            "--chunk-size",
+            1 << 18,
+            "--out",
+            out,
+            "--dashboard-address",
+            "none",
+        )
         assert done.returncode == 0, done.stderr
         line = next(l for l in done.stderr.splitlines() if "host memory held at most:" in l)
         held[workers, threads] = int(line.split("at most:")[1].split()[0].replace(",", ""))
@@ -292,7 +468,7 @@ def test_a_private_space_is_one_processes_memory(tmp_path, monkeypatch):
     space = hostmem.space(name)
     assert space.private and hostmem.is_private(name) and not hostmem.is_private("solve-test")
     fills = []
-    words = 4 << 20      # 32 MiB
+    words = 4 << 20  # 32 MiB
 
     def make(_):
         return space.array("codes", words, fill=lambda a: (fills.append(1), a.fill(7)), identity="v1")
@@ -306,11 +482,19 @@ def test_a_private_space_is_one_processes_memory(tmp_path, monkeypatch):
     assert space.bytes_held() <= words * 4 + (2 << 20)
     space.mark("row-4-20", "sha256:x")
     assert space.has("row-4-20", "sha256:x")
-    other = subprocess.run([sys.executable, "-c", f"from bestemshe_dist.run import hostmem; "
-                            f"print(hostmem.space({name!r}).has('row-4-20'))"],
-                           capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
-    assert other.stdout.strip() == "False", other.stderr   # another process holds none of it
-    assert space.array("codes", words, identity="v2")[-1] == 0   # a new identity: made anew
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from bestemshe_dist.run import hostmem; print(hostmem.space({name!r}).has('row-4-20'))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ),
+    )
+    assert other.stdout.strip() == "False", other.stderr  # another process holds none of it
+    assert space.array("codes", words, identity="v2")[-1] == 0  # a new identity: made anew
     space.remove()
     with hostmem._SPACES_LOCK:
         hostmem._SPACES.pop(name, None)
@@ -320,9 +504,14 @@ def test_a_private_space_is_one_processes_memory(tmp_path, monkeypatch):
 def test_the_50_stone_endgame_with_distances_equals_the_earlier_solver(client, tmp_path):
     reference = json.loads((ROOT / "tests" / "fixtures" / "m36-dtz-sha256.json").read_text())
     lines = []
-    solve(client, Job(str(tmp_path), Variant(50, 5), dtz=True), make_plan(Variant(50, 5), 36), lines.append,
-          chunk_size=200_000)
-    assert any("pair-12-24 round 3 (" in line for line in lines)    # 817,190 positions: chunked
+    solve(
+        client,
+        Job(str(tmp_path), Variant(50, 5), dtz=True),
+        make_plan(Variant(50, 5), 36),
+        lines.append,
+        chunk_size=200_000,
+    )
+    assert any("pair-12-24 round 3 (" in line for line in lines)  # 817,190 positions: chunked
     got = {name: _sha(tmp_path / name) for name in reference}
     assert got == reference
 
@@ -331,14 +520,28 @@ def test_the_memory_check_refuses_a_pair_that_cannot_fit(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text("local:\n  workers: 1\n  memory-limit: 250MiB\n")
     out = tmp_path / "tb"
-    done = run_cli("solve", "--min-captured", 28, "--config", config, "--out", out,
-                   "--chunk-size", 1 << 20, "--dashboard-address", "none")
+    done = run_cli(
+        "solve",
+        "--min-captured",
+        28,
+        "--config",
+        config,
+        "--out",
+        out,
+        "--chunk-size",
+        1 << 20,
+        "--dashboard-address",
+        "none",
+    )
     errors = [l for l in done.stderr.splitlines() if not l.startswith("[")]
     assert done.returncode == 1 and len(errors) == 1, done.stderr
-    assert "pair-" in errors[0] and "needs about" in errors[0] and "give each host's workers more memory" in \
-        errors[0]
+    assert (
+        "pair-" in errors[0]
+        and "needs about" in errors[0]
+        and "give each host's workers more memory" in errors[0]
+    )
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["layers"] == {}                      # nothing of any pair ran
+    assert manifest["layers"] == {}  # nothing of any pair ran
     assert not list((out / ".bestemshe").glob("pairs/pair-*"))
 
 
@@ -355,22 +558,30 @@ def test_row_slots_are_pages_and_start_with_the_largest_kazan():
     v = Variant(50, 5)
     slots = row_slots(v, 0)
     assert list(slots) == sorted(slots, reverse=True) and 0 not in slots
-    assert all(first % hostmem.PAGE_WORDS == 0 and words % hostmem.PAGE_WORDS == 0
-               for first, words in slots.values())
+    assert all(
+        first % hostmem.PAGE_WORDS == 0 and words % hostmem.PAGE_WORDS == 0 for first, words in slots.values()
+    )
 
 
 def test_a_host_memory_folder_too_small_is_refused_before_the_pair_runs(client, tmp_path, monkeypatch):
     """A container's /dev/shm can be far smaller than its memory (Docker's is 64 MiB):
     arrays larger than the folder's room would crash the workers mid-round."""
-    from bestemshe_dist.run import driver as run_module
     from bestemshe_dist.errors import BestemsheError
+    from bestemshe_dist.run import driver as run_module
 
     monkeypatch.setattr(run_module, "host_memory_room", lambda space: (1 << 20, "/dev/shm/tiny"))
     variant = Variant(50, 5)
-    with pytest.raises(BestemsheError, match=r"pair-10-24 needs .* of shared arrays on each host but "
-                                             r"/dev/shm/tiny on host .* has room for 1 MiB"):
-        solve(client, Job(str(tmp_path), variant, synthetic=1), single_pair_plan(variant, 10, 24),
-              chunk_size=1 << 18)
+    with pytest.raises(
+        BestemsheError,
+        match=r"pair-10-24 needs .* of shared arrays on each host but "
+        r"/dev/shm/tiny on host .* has room for 1 MiB",
+    ):
+        solve(
+            client,
+            Job(str(tmp_path), variant, synthetic=1),
+            single_pair_plan(variant, 10, 24),
+            chunk_size=1 << 18,
+        )
     assert json.loads((tmp_path / "manifest.json").read_text())["layers"] == {}
 
 
@@ -383,8 +594,14 @@ def test_a_flush_that_outlasts_the_drivers_look_at_its_host_is_waited_for(client
     monkeypatch.setattr(run_module, "HOST_POLL_SECONDS", 0.0005)
     variant = Variant(50, 5)
     lines = []
-    solve(client, Job(str(tmp_path), variant, synthetic=2), single_pair_plan(variant, 10, 24), lines.append,
-          chunk_size=1 << 16, stop_after_rounds=4)
+    solve(
+        client,
+        Job(str(tmp_path), variant, synthetic=2),
+        single_pair_plan(variant, 10, 24),
+        lines.append,
+        chunk_size=1 << 16,
+        stop_after_rounds=4,
+    )
     assert any("round 3 (frontier" in line for line in lines), lines
     assert not any("running it again" in line for line in lines), lines
 

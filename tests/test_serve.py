@@ -1,6 +1,7 @@
 """`bestemshe-dist serve`: the JSON API on a real HTTP server on loopback, every
 field against the oracle, batches against one-by-one probes, mainlines, and every
 error as its status and one sentence (a fuzz of bad query strings never gets a 500)."""
+
 import json
 import random
 import shutil
@@ -8,21 +9,21 @@ import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from conftest import FIXTURE_M40, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle_support import random_positions
+from serve_support import call, running
 
 from bestemshe_dist import Tablebase
 from bestemshe_dist.game.position import Position
 from bestemshe_dist.serve.app import MAX_BATCH
-from conftest import FIXTURE_M40, ROOT
-from oracle_support import random_positions
-from serve_support import call, running
 
 FLIP = {"win": "loss", "loss": "win", "draw": "draw"}
 
@@ -40,8 +41,14 @@ def test_position_answers_equal_the_oracle(tb123):
                 status, got = call(f"{base}/api/position?pos={q(pos)}")
                 assert status == 200, got
                 found = tb.analyse(pos)
-                assert (got["position"], got["category"], got["dtz"]) == (str(pos), found.probe.value, found.probe.dtz)
-                assert got["rank"] == pos.rank() and got["distances"] is True and got["pits"] == list(pos.pits)
+                assert (got["position"], got["category"], got["dtz"]) == (
+                    str(pos),
+                    found.probe.value,
+                    found.probe.dtz,
+                )
+                assert (
+                    got["rank"] == pos.rank() and got["distances"] is True and got["pits"] == list(pos.pits)
+                )
                 assert sorted(m["index"] for m in got["moves"]) == pos.legal_pits()
                 for m in got["moves"]:
                     assert m["pit"] == m["index"] + 1
@@ -66,19 +73,27 @@ def test_position_answers_equal_the_oracle(tb123):
 def test_batches_equal_one_by_one_and_mainlines_end_in_the_value(tb123):
     folder, tables = tb123
     tb = Tablebase.open(str(folder))
-    positions = [p for value in ("win", "draw", "loss") for p in random_positions(tb.variant, tables, 30, seed=9,
-                                                                                   value=value)]
+    positions = [
+        p
+        for value in ("win", "draw", "loss")
+        for p in random_positions(tb.variant, tables, 30, seed=9, value=value)
+    ]
     with running(Tablebase.open(str(folder))) as base:
         for sent in ([str(p) for p in positions], [[p.k1, p.k2, *p.pits] for p in positions]):
             status, got = call(f"{base}/api/positions", {"positions": sent})
             assert status == 200 and got["count"] == len(positions)
             assert [(c, d) for c, d in zip(got["category"], got["dtz"])] == [
-                (tb.probe(p).value, tb.probe(p).dtz) for p in positions]
+                (tb.probe(p).value, tb.probe(p).dtz) for p in positions
+            ]
         for pos in positions[:10] + positions[60:70]:
             status, line = call(f"{base}/api/mainline?pos={q(pos)}&max_plies=300")
             assert status == 200, line
             want = tb.mainline(pos, max_plies=300)
-            assert line["result"] == want.result == (want.value.value if want.value.value != "draw" else "repetition")
+            assert (
+                line["result"]
+                == want.result
+                == (want.value.value if want.value.value != "draw" else "repetition")
+            )
             assert [m["index"] for m in line["moves"]] == [p.move.pit for p in want.plies]
             assert all(m["pit"] == m["index"] + 1 for m in line["moves"])
 
@@ -89,8 +104,9 @@ def test_every_error_is_its_status_and_one_sentence(tb123, tmp_path):
     shutil.copytree(folder, copy)
     tb = Tablebase.open(str(copy))
     # a damaged block (its checksum fails) in one layer, a file gone in another
-    damaged_pos, gone_pos = (random_positions(tb.variant, {l: tables[l]}, 1, seed=1)[0]
-                             for l in [(0, 2), (2, 0)])
+    damaged_pos, gone_pos = (
+        random_positions(tb.variant, {l: tables[l]}, 1, seed=1)[0] for l in [(0, 2), (2, 0)]
+    )
     path = copy / "layer_0_2_win.bin"
     data = bytearray(path.read_bytes())
     data[-3] ^= 0xFF
@@ -113,8 +129,10 @@ def test_every_error_is_its_status_and_one_sentence(tb123, tmp_path):
             assert got_status == status and needle in body["error"], (url, got_status, body)
             assert body["error"].count("\n") == 0 and "Traceback" not in body["error"]
         assert call(f"{base}/api/positions", raw=b"{not json")[0] == 400
-        assert call(f"{base}/api/positions", {"nope": 1}) == (400, {"error": 'send JSON {"positions": [...]}, each '
-                                                                    "position a string or a list of numbers."})
+        assert call(f"{base}/api/positions", {"nope": 1}) == (
+            400,
+            {"error": 'send JSON {"positions": [...]}, each position a string or a list of numbers.'},
+        )
         status, body = call(f"{base}/api/positions", {"positions": [str(inside)] * (MAX_BATCH + 1)})
         assert status == 400 and f"at most {MAX_BATCH:,} positions" in body["error"]
         status, body = call(f"{base}/api/positions", {"positions": [str(inside), str(damaged_pos)]})
@@ -123,8 +141,9 @@ def test_every_error_is_its_status_and_one_sentence(tb123, tmp_path):
     with running(Tablebase.open(str(FIXTURE_M40))) as base:
         status, body = call(f"{base}/api/position?pos=0+0+5+5+5+5+5+5+5+5+5+5")
         assert status == 404 and body["error"].startswith("layer 0_0 of position 0 0 5")
-        status, body = call(f"{base}/api/positions", {"positions": ["20 20 1 1 1 1 1 1 1 1 1 1",
-                                                                    "0 0 5 5 5 5 5 5 5 5 5 5"]})
+        status, body = call(
+            f"{base}/api/positions", {"positions": ["20 20 1 1 1 1 1 1 1 1 1 1", "0 0 5 5 5 5 5 5 5 5 5 5"]}
+        )
         assert status == 404 and body["error"].startswith("positions: row 1: layer 0_0")
     # a store slower than the request timeout is a 503, and the server goes on
     with running(Tablebase.open(str(FIXTURE_M40)), timeout=1e-6) as base:
@@ -143,27 +162,41 @@ def test_no_query_string_gets_a_500(text):
 
 
 def test_serve_command_listens_answers_and_stops_on_ctrl_c():
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith(f"serving {FIXTURE_M40}") and "http://127.0.0.1:" in line, proc.stderr.read()
-        base = line[line.index("http://"):].split("/  ")[0]
+        base = line[line.index("http://") :].split("/  ")[0]
         status, body = call(f"{base}/api/health")
         assert status == 200 and body["variant"] == {"stones": 50, "pits": 5} and body["layers"] == 15
         status, got = call(f"{base}/api/position?pos=20,20,1,1,1,1,1,1,1,1,1,1")
-        assert status == 200 and got["category"] == Tablebase.open(str(FIXTURE_M40)).probe(
-            "20 20 1 1 1 1 1 1 1 1 1 1").value
+        assert (
+            status == 200
+            and got["category"] == Tablebase.open(str(FIXTURE_M40)).probe("20 20 1 1 1 1 1 1 1 1 1 1").value
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
-    bad = subprocess.run([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--timeout", "0"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--timeout must be a positive" in bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--timeout", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert (
+        bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--timeout must be a positive" in bad.stderr
+    )
 
 
 def test_stats_over_http_equal_the_oracle(tb123):
-    folder, tables = tb123
+    folder, _tables = tb123
     tb = Tablebase.open(str(folder))
     with running(Tablebase.open(str(folder))) as base:
         assert call(f"{base}/api/stats") == (200, json.loads(json.dumps(tb.stats())))
@@ -189,10 +222,21 @@ def test_fifty_stone_endgame_positions_equal_the_oracle():
             found = tb.analyse(pos)
             assert (got["category"], got["dtz"], got["distances"]) == (found.probe.value, None, False)
             assert got["dtz_meaning"] == "no distance table for this layer"
-            assert [(m["index"], m["pit"], m["stones"], m["captured"], m["ends_game"], m["child"], m["category"])
-                    for m in got["moves"]] == [
-                (m.pit, m.pit + 1, m.stones, m.captured, m.ends_game, None if m.child is None else str(m.child),
-                 m.value) for m in found.ordered_moves()]
+            assert [
+                (m["index"], m["pit"], m["stones"], m["captured"], m["ends_game"], m["child"], m["category"])
+                for m in got["moves"]
+            ] == [
+                (
+                    m.pit,
+                    m.pit + 1,
+                    m.stones,
+                    m.captured,
+                    m.ends_game,
+                    None if m.child is None else str(m.child),
+                    m.value,
+                )
+                for m in found.ordered_moves()
+            ]
             assert all(m["dtz"] is None and m["child_dtz"] is None for m in got["moves"])
 
 
@@ -202,22 +246,31 @@ def test_layers_and_random_positions_for_the_start_picker(tb123):
         status, got = call(f"{base}/api/layers")
         assert status == 200 and got["start"] is None and got["variant"] == {"stones": 50, "pits": 5}
         assert {(row["k1"], row["k2"]) for row in got["layers"]} == Tablebase.open(str(FIXTURE_M40)).layers()
-        assert [row["board_stones"] for row in got["layers"]] == sorted((r["board_stones"] for r in got["layers"]),
-                                                                         reverse=True)
-        assert all(row["positions"] == Tablebase.open(str(FIXTURE_M40)).variant.layer_size(row["k1"], row["k2"])
-                   for row in got["layers"])
+        assert [row["board_stones"] for row in got["layers"]] == sorted(
+            (r["board_stones"] for r in got["layers"]), reverse=True
+        )
+        assert all(
+            row["positions"] == Tablebase.open(str(FIXTURE_M40)).variant.layer_size(row["k1"], row["k2"])
+            for row in got["layers"]
+        )
         for seed in range(5):
             status, got = call(f"{base}/api/random?layer=20_20&symmetric=1&seed={seed}")
             pos = Tablebase.open(str(FIXTURE_M40)).position(got["position"])
-            assert status == 200 and pos.layer == (20, 20) and sum(pos.own) == sum(pos.other) and pos.legal_pits()
+            assert (
+                status == 200
+                and pos.layer == (20, 20)
+                and sum(pos.own) == sum(pos.other)
+                and pos.legal_pits()
+            )
         # the same seed, the same position
         assert call(f"{base}/api/random?layer=16_24&seed=3") == call(f"{base}/api/random?layer=16_24&seed=3")
         for query, status, needle in [
-                ("layer=18_22&symmetric=1", 400, "layer 18_22 has no symmetric position"),
-                ("layer=0_0", 404, "layer 0_0 is not in this tablebase"),
-                ("layer=3_4", 400, "layer 3_4: k1=3 is not a stored kazan"),
-                ("layer=x", 400, "layer must be written K1_K2"),
-                ("", 400, "layer must be written K1_K2")]:
+            ("layer=18_22&symmetric=1", 400, "layer 18_22 has no symmetric position"),
+            ("layer=0_0", 404, "layer 0_0 is not in this tablebase"),
+            ("layer=3_4", 400, "layer 3_4: k1=3 is not a stored kazan"),
+            ("layer=x", 400, "layer must be written K1_K2"),
+            ("", 400, "layer must be written K1_K2"),
+        ]:
             got_status, body = call(f"{base}/api/random?{query}")
             assert got_status == status and needle in body["error"], (query, body)
     with running(Tablebase.open(str(folder))) as base:
@@ -225,7 +278,11 @@ def test_layers_and_random_positions_for_the_start_picker(tb123):
         assert got["start"] == "0 0 2 2 2 2 2 2" and len(got["layers"]) == len(tables)
         assert all(row["distances"] for row in got["layers"])
         # the page and its files are served
-        for path, kind in [("/", "text/html"), ("/static/explorer.js", "javascript"), ("/static/explorer.css", "css")]:
+        for path, kind in [
+            ("/", "text/html"),
+            ("/static/explorer.js", "javascript"),
+            ("/static/explorer.css", "css"),
+        ]:
             with urllib.request.urlopen(base + path, timeout=30) as answer:
                 assert answer.status == 200 and kind in answer.headers["Content-Type"]
 
@@ -245,15 +302,31 @@ def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
     tb = Tablebase.open(str(FIXTURE_M40))
     rng = random.Random(7)
     layers = sorted(tb.layers())
-    positions = [Position.from_rank(tb.variant, k1, k2, rng.randrange(tb.variant.layer_size(k1, k2)))
-                 for k1, k2 in (rng.choice(layers) for _ in range(600))]
+    positions = [
+        Position.from_rank(tb.variant, k1, k2, rng.randrange(tb.variant.layer_size(k1, k2)))
+        for k1, k2 in (rng.choice(layers) for _ in range(600))
+    ]
     truth = {str(p): tb.probe(p).value for p in positions}
-    proc = subprocess.Popen([sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--port", "0",
-                             "--cache-mib", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bestemshe_dist",
+            "serve",
+            str(FIXTURE_M40),
+            "--port",
+            "0",
+            "--cache-mib",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         line = proc.stdout.readline()
-        base = line[line.index("http://"):].split("/  ")[0]
+        base = line[line.index("http://") :].split("/  ")[0]
         limit = call(f"{base}/api/health")[1]["cache_limit_bytes"]
         assert limit == int(0.1 * 2**20)
 
@@ -271,12 +344,16 @@ def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
                 return status == 200 and got["value"] == truth[str(pos)]
             if kind == 3:
                 chunk = [positions[(i + j * 7) % len(positions)] for j in range(400)]
-                status, got = call(f"{base}/api/positions", {"positions": [[p.k1, p.k2, *p.pits] for p in chunk]})
+                status, got = call(
+                    f"{base}/api/positions", {"positions": [[p.k1, p.k2, *p.pits] for p in chunk]}
+                )
                 return status == 200 and got["category"] == [truth[str(p)] for p in chunk]
-            status, got = call(f"{base}/api/position?pos=0,0,5,5,5,5,5,5,5,5,5,5")   # not held: a 404 by design
+            status, got = call(
+                f"{base}/api/position?pos=0,0,5,5,5,5,5,5,5,5,5,5"
+            )  # not held: a 404 by design
             return status == 404
 
-        for i in range(50):          # warm up: the process's own memory, before the load
+        for i in range(50):  # warm up: the process's own memory, before the load
             assert one(i)
         before = _rss_mib(proc.pid, "VmRSS")
         watched, stop = [], threading.Event()
@@ -297,10 +374,12 @@ def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
         assert len(watched) >= 10 and max(watched + [reads["cached_bytes"]]) <= limit
         assert reads["requests"] > 60, "the small cache must have dropped blocks and read them again"
         peak = _rss_mib(proc.pid, "VmHWM")
-        print(f"load: rss {before:.0f} -> peak {peak:.0f} MiB; cache at most {max(watched)} of {limit}; {reads}")
+        print(
+            f"load: rss {before:.0f} -> peak {peak:.0f} MiB; cache at most {max(watched)} of {limit}; {reads}"
+        )
         assert peak - before < 40, f"memory grew from {before:.0f} to {peak:.0f} MiB under a 0.1 MiB cache"
     finally:
-        proc.send_signal(signal.SIGTERM)     # as Kubernetes stops a pod: a clean exit
+        proc.send_signal(signal.SIGTERM)  # as Kubernetes stops a pod: a clean exit
         assert proc.wait(30) == 0
 
 
@@ -313,12 +392,15 @@ def test_probe_and_byte_batches_equal_the_oracle(tb123):
     with running(Tablebase.open(str(folder))) as base:
         for pos in positions[:30]:
             probe = tb.probe(pos)
-            assert call(f"{base}/api/probe?pos={q(pos)}") == (200, {"position": str(pos), "category": probe.value,
-                                                                   "dtz": probe.dtz})
+            assert call(f"{base}/api/probe?pos={q(pos)}") == (
+                200,
+                {"position": str(pos), "category": probe.value, "dtz": probe.dtz},
+            )
 
         def post_bytes(body):
-            request = urllib.request.Request(f"{base}/api/positions", data=body,
-                                             headers={"Content-Type": "application/octet-stream"})
+            request = urllib.request.Request(
+                f"{base}/api/positions", data=body, headers={"Content-Type": "application/octet-stream"}
+            )
             try:
                 with urllib.request.urlopen(request, timeout=60) as answer:
                     return answer.status, answer.read()
@@ -342,12 +424,22 @@ def test_probe_and_byte_batches_equal_the_oracle(tb123):
             assert status == 400 and body["error"].startswith("position"), body
 
 
-_number = st.one_of(st.integers(-3, 60), st.integers(-2**70, 2**70), st.booleans(), st.floats(allow_nan=False),
-                    st.text(max_size=3), st.none())
+_number = st.one_of(
+    st.integers(-3, 60),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+    st.none(),
+)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.lists(_number, min_size=10, max_size=14), st.text(max_size=30), _number), max_size=5))
+@given(
+    st.lists(
+        st.one_of(st.lists(_number, min_size=10, max_size=14), st.text(max_size=30), _number), max_size=5
+    )
+)
 def test_no_batch_body_gets_a_500(positions):
     """Batches of anything (rows of odd lengths, booleans, floats, huge numbers,
     strings): a 200 with an answer a position, or a 400/404 sentence."""

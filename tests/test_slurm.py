@@ -2,6 +2,7 @@
 --cluster slurm` runs its Dask workers as two SLURM batch jobs, and the files
 equal a local solve. The fixture stops the daemons and cancels every job even
 when a test fails."""
+
 import json
 import os
 import subprocess
@@ -9,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 SCRIPT = ROOT / "scripts" / "slurm-single-node.sh"
@@ -17,8 +17,9 @@ ARGS = ["--stones", 10, "--pits", 3, "--chunk-size", 500]
 
 
 def _squeue(env):
-    done = subprocess.run(["squeue", "-h", "-o", "%i %j %T"], env=env, capture_output=True, text=True,
-                          timeout=30)
+    done = subprocess.run(
+        ["squeue", "-h", "-o", "%i %j %T"], env=env, capture_output=True, text=True, timeout=30
+    )
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
@@ -30,8 +31,9 @@ def slurm(tmp_path_factory):
     state = tmp_path_factory.mktemp("slurm")
     env = dict(os.environ, SLURM_CONF=str(state / "slurm.conf"))
     try:
-        up = subprocess.run(["bash", str(SCRIPT), "up", str(state)], capture_output=True, text=True,
-                            timeout=300)
+        up = subprocess.run(
+            ["bash", str(SCRIPT), "up", str(state)], capture_output=True, text=True, timeout=300
+        )
         assert up.returncode == 0, up.stdout + up.stderr
         yield env, state
     finally:
@@ -39,7 +41,7 @@ def slurm(tmp_path_factory):
 
 
 def test_solve_on_slurm_with_two_worker_jobs_equals_local(slurm, tmp_path):
-    env, state = slurm
+    env, _state = slurm
     local = _local_solve(ARGS, tmp_path / "local")
 
     logs = tmp_path / "job-logs"
@@ -79,8 +81,9 @@ storage:
         assert (out / name).read_bytes() == (local / name).read_bytes(), name
     a, b = (json.loads((d / "manifest.json").read_text()) for d in (local, out))
     assert {k: v for k, v in a.items() if k != "layers"} == {k: v for k, v in b.items() if k != "layers"}
-    assert {k: (v["sha256"], v["counts"]) for k, v in a["layers"].items()} == \
-           {k: (v["sha256"], v["counts"]) for k, v in b["layers"].items()}
+    assert {k: (v["sha256"], v["counts"]) for k, v in a["layers"].items()} == {
+        k: (v["sha256"], v["counts"]) for k, v in b["layers"].items()
+    }
 
     # The worker jobs are cancelled when the solve ends.
     deadline = time.time() + 30
@@ -99,8 +102,19 @@ def test_no_worker_joins_is_one_sentence(slurm, tmp_path):
 cluster: slurm
 slurm: {{cores: 64, memory: 1GiB, interface: lo, log-directory: {tmp_path}, wait-timeout: 3}}
 """)
-    done = run_cli("solve", "--stones", 6, "--pits", 1, "--out", tmp_path / "out", "--config", config,
-                   env=env, timeout=120)
+    done = run_cli(
+        "solve",
+        "--stones",
+        6,
+        "--pits",
+        1,
+        "--out",
+        tmp_path / "out",
+        "--config",
+        config,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr
     lines = [l for l in done.stderr.strip().splitlines() if not l.startswith("[")]
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -115,17 +129,30 @@ slurm: {{cores: 64, memory: 1GiB, interface: lo, log-directory: {tmp_path}, wait
 def _sbatch_wait(env, *args, timeout=300):
     """Submit a batch job and wait for it (polling quickly: `sbatch --wait` backs off
     to tens of seconds). Returns (state, exit code, sbatch's stderr)."""
-    done = subprocess.run(["sbatch", "--parsable", *map(str, args)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["sbatch", "--parsable", *map(str, args)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     job = done.stdout.strip().split(";")[0]
     deadline = time.time() + timeout
     while time.time() < deadline:
-        shown = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True,
-                               text=True, timeout=30).stdout
+        shown = subprocess.run(
+            ["scontrol", "-o", "show", "job", job], env=env, capture_output=True, text=True, timeout=30
+        ).stdout
         fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
-        if fields.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
-                                      "OUT_OF_MEMORY"):
+        if fields.get("JobState") in (
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+        ):
             return fields["JobState"], fields.get("ExitCode"), done.stderr
         time.sleep(0.5)
     subprocess.run(["scancel", job], env=env, timeout=30)
@@ -139,8 +166,22 @@ def _local_solve(args, out):
     from bestemshe_dist.cli import main
 
     url = f"memory://slurm-reference/{out.name}-{id(out)}"
-    assert main(["solve", *map(str, args), "--workers", "2", "--out", url, "--quiet",
-                 "--dashboard-address", "none"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                *map(str, args),
+                "--workers",
+                "2",
+                "--out",
+                url,
+                "--quiet",
+                "--dashboard-address",
+                "none",
+            ]
+        )
+        == 0
+    )
     fs = fsspec.filesystem("memory")
     out.mkdir(parents=True)
     for path in fs.ls(url.removeprefix("memory:/"), detail=False):
@@ -172,8 +213,21 @@ def test_driver_batch_script(slurm, reference, tmp_path):
 slurm: {{cores: 1, memory: 1GiB, interface: lo, log-directory: {tmp_path / "logs"}, wait-timeout: 120}}
 storage: {{url: {tmp_path / "out"}}}
 """)
-    done = _sbatch_wait(env, "--cpus-per-task=1", "--mem=2G", "--time=10", f"--output={tmp_path}/driver.out",
-                        "deploy/slurm/driver.sbatch", config, "--stones", 8, "--pits", 2, "--workers", 1)
+    done = _sbatch_wait(
+        env,
+        "--cpus-per-task=1",
+        "--mem=2G",
+        "--time=10",
+        f"--output={tmp_path}/driver.out",
+        "deploy/slurm/driver.sbatch",
+        config,
+        "--stones",
+        8,
+        "--pits",
+        2,
+        "--workers",
+        1,
+    )
     log = (tmp_path / "driver.out").read_text() if (tmp_path / "driver.out").exists() else ""
     assert done[:2] == ("COMPLETED", "0:0"), (done, log)
     assert "slurm cluster, 1 worker jobs" in log and "done: 9 layers solved" in log, log
@@ -185,9 +239,20 @@ def test_allocation_batch_script(slurm, reference, tmp_path):
     dask worker on every node of the allocation."""
     env, _ = slurm
     env = dict(env, BESTEMSHE_VENV=str(ROOT / ".venv"))
-    done = _sbatch_wait(env, "--nodes=1", "--cpus-per-task=2", "--mem=2G", "--time=10",
-                        f"--output={tmp_path}/alloc.out", "deploy/slurm/allocation.sbatch", tmp_path / "out",
-                        "--stones", 8, "--pits", 2)
+    done = _sbatch_wait(
+        env,
+        "--nodes=1",
+        "--cpus-per-task=2",
+        "--mem=2G",
+        "--time=10",
+        f"--output={tmp_path}/alloc.out",
+        "deploy/slurm/allocation.sbatch",
+        tmp_path / "out",
+        "--stones",
+        8,
+        "--pits",
+        2,
+    )
     log = (tmp_path / "alloc.out").read_text() if (tmp_path / "alloc.out").exists() else ""
     assert done[:2] == ("COMPLETED", "0:0"), (done, log)
     assert "done: 9 layers solved" in log, log

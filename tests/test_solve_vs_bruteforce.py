@@ -1,15 +1,16 @@
 """The package's tablebase equals the independent brute-force solver, bit for bit,
 on every layer of many small variants (solved through the real Dask path)."""
+
 import json
 
-import pytest
-
 import bruteforce as bf
+import pytest
+from conftest import run_cli
+
 from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.game.variant import Variant
-from conftest import run_cli
 
 VARIANTS = (
     [(s, 1) for s in range(2, 15, 2)]
@@ -51,8 +52,9 @@ def test_min_captured_solves_only_the_endgame(client, tmp_path):
     variant = Variant(12, 3)
     solve(client, Job(str(tmp_path), variant), make_plan(variant, 6))
     names = sorted(p.name for p in tmp_path.glob("layer_*.bin"))
-    expected = sorted(f"layer_{k1}_{k2}_{kind}.bin" for k1, k2 in variant.layers
-                      if k1 + k2 >= 6 for kind in ("win", "draw"))
+    expected = sorted(
+        f"layer_{k1}_{k2}_{kind}.bin" for k1, k2 in variant.layers if k1 + k2 >= 6 for kind in ("win", "draw")
+    )
     assert names == expected
     assert_matches_bruteforce(tmp_path, 12, 3, min_captured=6)
 

@@ -1,24 +1,37 @@
 """`bestemshe-dist status`: the grid and totals of a finished solve and of an
 interrupted one (checkpointed rounds of a pair in progress)."""
+
 import json
 import logging
 import time
 
 import pytest
+from conftest import run_cli
 
 from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.watch.progress import Progress
-from bestemshe_dist.run.driver import solve
-from bestemshe_dist.watch.status import tablebase_status
-from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.game.variant import Variant
-from conftest import run_cli
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.watch.progress import Progress
+from bestemshe_dist.watch.status import tablebase_status
 
 
 def test_status_of_a_finished_endgame_solve(tmp_path):
     out = tmp_path / "tb"
-    done = run_cli("solve", "--stones", 50, "--min-captured", 44, "--workers", 1, "--out", out,
-                   "--dashboard-address", "none", "--quiet")
+    done = run_cli(
+        "solve",
+        "--stones",
+        50,
+        "--min-captured",
+        44,
+        "--workers",
+        1,
+        "--out",
+        out,
+        "--dashboard-address",
+        "none",
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # --quiet: no bar, no lines, no dashboard link
 
@@ -36,7 +49,7 @@ def test_status_of_a_finished_endgame_solve(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     data = json.loads(run_cli("status", out, "--json").stdout)
     assert data["finished"] and data["layers_done"] == data["layers_total"] == 6
-    assert {r["layer"]: r["state"] for r in data["layers"]} == {k: "done" for k in manifest["layers"]}
+    assert {r["layer"]: r["state"] for r in data["layers"]} == dict.fromkeys(manifest["layers"], "done")
     for kind in ("win", "draw", "loss"):
         assert data["counts"][kind] == sum(e["counts"][kind] for e in manifest["layers"].values())
     assert data["pairs_in_progress"] == []
@@ -65,8 +78,16 @@ def test_status_of_an_interrupted_solve(tmp_path):
     plan = make_plan(variant)
     # A cluster of its own: the abandoned solve's tasks (same keys as any other
     # solve's) must not outlive the test in the session's cluster.
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         with pytest.raises(_Interrupt):
             solve(client, Job(str(out), variant), plan, chunk_size=150, progress=_StopAfter("pair-0-2", 2))
         time.sleep(0.5)  # let the other pairs' threads see the stop and end their round
@@ -96,7 +117,8 @@ def test_status_of_a_folder_without_manifest_is_one_sentence(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         f"bestemshe-dist status: {tmp_path} holds no tablebase: no manifest.json and no "
-        "layer_<k1>_<k2>_win.bin files are there."]
+        "layer_<k1>_<k2>_win.bin files are there."
+    ]
 
 
 def test_status_never_says_a_dead_process_holds_the_lease(tmp_path):
@@ -107,21 +129,29 @@ def test_status_never_says_a_dead_process_holds_the_lease(tmp_path):
     out = tmp_path / "tb"
     assert run_cli("solve", "--stones", "6", "--pits", "1", "--out", out, "--workers", "1").returncode == 0
     gone = subprocess.Popen(["true"])
-    gone.wait()                                   # a pid that no process has now
+    gone.wait()  # a pid that no process has now
     lease = out / ".bestemshe" / "lease.json"
     lease.parent.mkdir(exist_ok=True)
     host = socket.gethostname()
     cases = [
-        ({"token": "x", "host": host, "pid": gone.pid, "renewed": time.time()}, False,
-         f"process {gone.pid} on this host is gone"),
-        ({"token": "x", "host": "elsewhere", "pid": 12345, "renewed": time.time() - 600}, False,
-         "it was last renewed 60"),
+        (
+            {"token": "x", "host": host, "pid": gone.pid, "renewed": time.time()},
+            False,
+            f"process {gone.pid} on this host is gone",
+        ),
+        (
+            {"token": "x", "host": "elsewhere", "pid": 12345, "renewed": time.time() - 600},
+            False,
+            "it was last renewed 60",
+        ),
         ({"token": "x", "host": host, "pid": os.getpid(), "renewed": time.time()}, True, None),
     ]
     for record, held, reason in cases:
         lease.write_text(json.dumps(record))
         status = tablebase_status(str(out))
-        assert status["lease"]["held"] is held and (reason is None or reason in status["lease"]["stale_reason"])
+        assert status["lease"]["held"] is held and (
+            reason is None or reason in status["lease"]["stale_reason"]
+        )
         text = run_cli("status", out).stdout
         if held:
             assert f"a solve holds the lease: host {host}, pid {os.getpid()}" in text

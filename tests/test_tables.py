@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bestemshe_dist.data import format as fmt
-from bestemshe_dist.solve import kernels
 from bestemshe_dist.data import layer_files as tables
 from bestemshe_dist.errors import FormatError
+from bestemshe_dist.solve import kernels
 
 PROPS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -162,7 +162,7 @@ def test_merge_codes(data):
     if ndelta:
         delta[0] = data.draw(words)
     want = codes.copy()
-    want[first:first + ndelta] |= delta
+    want[first : first + ndelta] |= delta
     delta_before = delta.copy()
     kernels.merge_codes(codes, first, delta)
     assert (codes == want).all()
@@ -175,7 +175,7 @@ def test_merge_codes_is_a_union_of_decisions():
     codes = kernels.new_codes(10_000)
     packed = pack(values)
     for lo in range(0, len(packed), 37):
-        kernels.merge_codes(codes, lo, packed[lo:lo + 37].copy())
+        kernels.merge_codes(codes, lo, packed[lo : lo + 37].copy())
     assert (codes == packed).all()
     # ORing the same decisions again changes nothing (values never go back).
     kernels.merge_codes(codes, 5, packed[5:50].copy())
@@ -252,12 +252,12 @@ def test_split_codes_exact_block():
         assert win[last // 8] == 1 << (last % 8)
         assert int(np.count_nonzero(win)) == 1
         assert draw[last // 8] == (1 << (last % 8)) - 1
-        assert not draw[last // 8 + 1:].any()
+        assert not draw[last // 8 + 1 :].any()
 
 
 def test_split_codes_big(big):
     values, codes = big
-    win, draw, counts = _check_split(values, codes)
+    win, draw, _counts = _check_split(values, codes)
     assert win.shape == (2 * fmt.BLOCK_BYTES,)
     back = tables.codes_from_bitsets(win, draw, BIG_NPOS, 0, 0)
     assert (back == codes).all()
@@ -286,7 +286,7 @@ def test_encode_decode_layer(values):
     assert len(raw_win) == nbytes
     # Padding past npos is zero in the stored (decompressed) block too.
     offsets = fmt.parse_header(win_file, len(win_file), "w", npos)
-    block = fmt.decode_block(win_file[offsets[0]:offsets[1]], "w", 0)
+    block = fmt.decode_block(win_file[offsets[0] : offsets[1]], "w", 0)
     assert not any(block[nbytes:])
     assert (tables.decode_layer(win_file, draw_file, npos, 2, 8) == codes).all()
 

@@ -1,29 +1,30 @@
 """`bestemshe-dist verify`: passes on the solver's tables, catches every injected
 fault (naming layer and rank), and proves with distance tables what win/draw/loss
 alone cannot (a cycle relabelled win/loss is consistent but not provable)."""
+
 import hashlib
 import json
 import shutil
 from collections import deque
 
+import bruteforce as bf
 import numpy as np
 import pytest
+from conftest import FIXTURE_M40, run_cli
 from distributed import get_task_stream
 
-import bruteforce as bf
 from bestemshe_dist.data import format as fmt
-from bestemshe_dist.solve import kernels
 from bestemshe_dist.data.blocks import read_layer_codes
 from bestemshe_dist.data.checksums import FileSums, LayerSums, manifest_record
-from bestemshe_dist.naming import sums_file
-from bestemshe_dist.game.dag import make_plan
-from bestemshe_dist.run.driver import solve
-from bestemshe_dist.data.store import Store
 from bestemshe_dist.data.layer_files import encode_distances, encode_layer
-from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.data.store import Store
+from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.naming import sums_file
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+from bestemshe_dist.solve import kernels
 from bestemshe_dist.verify.driver import verify
-from conftest import FIXTURE_M40, run_cli
 
 SMALL = Variant(12, 3)
 
@@ -162,7 +163,9 @@ def write_dtz(folder, layer, dtz, width, with_manifest=True):
 
 def check(client, folder, **kwargs):
     lines = []
-    report = verify(client, str(folder), chunk_size=kwargs.pop("chunk_size", 1000), log=lines.append, **kwargs)
+    report = verify(
+        client, str(folder), chunk_size=kwargs.pop("chunk_size", 1000), log=lines.append, **kwargs
+    )
     assert len(lines) == report["layers_checked"]
     return report
 
@@ -194,7 +197,7 @@ def test_passes_on_the_solved_small_variant_as_a_proof(client, small_tb):
         assert layer["counts"] == m["layers"][layer["layer"]]["counts"]
         assert layer["max_dtz"] == m["layers"][layer["layer"]]["dtz"]["max"]
     assert "every value is proved" in report["summary"]
-    keys = {t["key"].rsplit("-", 1)[0] for t in stream.data}     # without the run's tag
+    keys = {t["key"].rsplit("-", 1)[0] for t in stream.data}  # without the run's tag
     assert {f"verify-0-0-chunk-{c}" for c in range(9)} <= keys  # 6,188 positions, 700 a chunk
     assert "verify-0-0-chunk-9" not in keys and "verify-files-6-6" in keys
 
@@ -216,8 +219,12 @@ def test_passes_on_the_50_stone_endgame(client, endgame):
 
 
 def test_command_line_pass_exits_0(tmp_path):
-    assert run_cli("solve", "--stones", "6", "--pits", "1", "--dtz", "--out", tmp_path, "--workers", "1",
-                   "--quiet").returncode == 0
+    assert (
+        run_cli(
+            "solve", "--stones", "6", "--pits", "1", "--dtz", "--out", tmp_path, "--workers", "1", "--quiet"
+        ).returncode
+        == 0
+    )
     done = run_cli("verify", tmp_path, "--workers", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.strip().splitlines()
@@ -273,7 +280,9 @@ def test_a_win_bit_set_on_a_draw_is_marked_both(client, tb):
     both = faults(report, "both")
     assert both and both[0]["rank"] == rank and "marked both win and draw" in both[0]["message"]
     # Layers whose moves lead into it cannot be checked, and say so.
-    assert any(f["kind"] == "dependency" and "layer 0_2 cannot be read" in f["message"] for f in faults(report))
+    assert any(
+        f["kind"] == "dependency" and "layer 0_2 cannot be read" in f["message"] for f in faults(report)
+    )
 
 
 @pytest.mark.parametrize("change", [+1, -1, "bit"])
@@ -303,7 +312,7 @@ def test_a_dtz_file_flip_with_stale_manifest_reports_sha_too(client, tb):
 
 
 def test_swapped_files_of_a_pair(client, tb):
-    drop_checksums(tb)      # else the checksums catch it first (test_verify_checks_every_frame)
+    drop_checksums(tb)  # else the checksums catch it first (test_verify_checks_every_frame)
     a, b = tb / "layer_2_4_win.bin", tb / "layer_4_2_win.bin"
     data_a, data_b = a.read_bytes(), b.read_bytes()
     a.write_bytes(data_b)
@@ -343,7 +352,9 @@ def test_a_truncated_file(client, tb):
     assert {"size", "format"} <= kinds, found
     assert any("layer_4_4_draw.bin" in f["message"] for f in found if f["kind"] == "format")
     # Layers that capture into 4_4 are not checked, and say why.
-    assert any(f["kind"] == "dependency" and "layer 4_4 cannot be read" in f["message"] for f in faults(report))
+    assert any(
+        f["kind"] == "dependency" and "layer 4_4 cannot be read" in f["message"] for f in faults(report)
+    )
 
 
 def test_a_missing_dependency_layer(client, tb):
@@ -373,7 +384,7 @@ def relabelled_cycle(stones, pits):
     draw as a LOSS, propagate (predecessors of a LOSS win, positions whose every move
     reaches a WIN lose) and keep it if the seed's own moves all reach WINs.
     Returns {(k1, k2, board): 'W' | 'L'} or None."""
-    states, index, moves = bf._build_graph(stones, pits)
+    states, _index, moves = bf._build_graph(stones, pits)
     value = bf._retrograde(states, moves)
     preds = [[] for _ in states]
     for s, ms in enumerate(moves):
@@ -420,7 +431,7 @@ def test_a_relabelled_cycle_passes_wdl_but_fails_with_distances(client, tmp_path
     assert "consistent, not that they are right" in wdl["summary"]
     # Whatever distances are stored, a cycle cannot descend: try the stored zeros,
     # then distances made to agree with their children as far as possible.
-    for attempt in range(2):
+    for _attempt in range(2):
         full = check(client, tmp_path)
         assert not full["passed"]
         found = faults(full)
@@ -480,16 +491,22 @@ def test_command_line_fault_names_the_rank_and_exits_1(endgame, tmp_path):
     report = json.loads(done.stdout)
     assert not report["passed"] and report["failures"] >= 1
     wrong = [f for f in faults(report) if f.get("rank") == rank]
-    assert wrong[0]["layer"] == "18_22" and wrong[0]["stored"] == {"value": "loss", "dtz": wrong[0]["stored"]["dtz"]}
+    assert wrong[0]["layer"] == "18_22" and wrong[0]["stored"] == {
+        "value": "loss",
+        "dtz": wrong[0]["stored"]["dtz"],
+    }
     assert wrong[0]["expected"]["value"] == "win" and len(wrong[0]["position"]) == 10
 
 
-@pytest.mark.parametrize("args,needle,code", [
-    (["--sample", "0"], "argument --sample: must be at least 1, not 0", 2),
-    (["--min-captured", "99"], "--min-captured must be from 0 to 12 for the 12-stone game", 2),
-    (["--stones", "14"], "--stones 14 does not match it", 2),
-    (["--chunk-size", "0"], "argument --chunk-size: must be at least 1, not 0", 2),
-])
+@pytest.mark.parametrize(
+    "args,needle,code",
+    [
+        (["--sample", "0"], "argument --sample: must be at least 1, not 0", 2),
+        (["--min-captured", "99"], "--min-captured must be from 0 to 12 for the 12-stone game", 2),
+        (["--stones", "14"], "--stones 14 does not match it", 2),
+        (["--chunk-size", "0"], "argument --chunk-size: must be at least 1, not 0", 2),
+    ],
+)
 def test_usage_errors_are_one_line(small_tb, args, needle, code):
     done = run_cli("verify", small_tb, *args)
     assert done.returncode == code
@@ -500,7 +517,8 @@ def test_usage_errors_are_one_line(small_tb, args, needle, code):
 def test_an_empty_folder_and_a_secret_url_are_one_sentence(tmp_path):
     done = run_cli("verify", tmp_path)
     assert done.returncode == 1 and done.stderr.strip().endswith(
-        "holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there.")
+        "holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there."
+    )
     assert len(done.stderr.strip().splitlines()) == 1
     done = run_cli("verify", "memory://user:hunter2@nowhere/tb")
     assert done.returncode == 1 and "hunter2" not in done.stderr + done.stdout

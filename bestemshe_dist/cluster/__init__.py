@@ -19,29 +19,59 @@ file: it names environment variables, and no error repeats a value.
 May import: the base modules (errors) only; the command line hands the Client it
 makes to run/, verify/ and learn/.
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 
 from ..errors import BestemsheError, UsageError
-from .config import (BACKENDS, DEFAULT_DASHBOARD, SHARED_MEMORY_ENV, SHARED_MEMORY_WORKERS, choose_backend, load_config,
-                     merge_options, storage_from_config)
+from .config import (
+    BACKENDS,
+    DEFAULT_DASHBOARD,
+    SHARED_MEMORY_ENV,
+    SHARED_MEMORY_WORKERS,
+    choose_backend,
+    load_config,
+    merge_options,
+    storage_from_config,
+)
 from .edge import dashboard_link
 from .kubernetes import kubernetes_settings, kubernetes_spec
 from .local import local_cluster_kwargs
 from .slurm import slurm_cluster, slurm_settings
 
-__all__ = ["BACKENDS", "DEFAULT_DASHBOARD", "SHARED_MEMORY_ENV", "SHARED_MEMORY_WORKERS", "choose_backend", "connect",
-           "dashboard_link", "kubernetes_settings", "kubernetes_spec", "load_config", "local_cluster_kwargs",
-           "merge_options", "slurm_cluster", "slurm_settings", "storage_from_config"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_DASHBOARD",
+    "SHARED_MEMORY_ENV",
+    "SHARED_MEMORY_WORKERS",
+    "choose_backend",
+    "connect",
+    "dashboard_link",
+    "kubernetes_settings",
+    "kubernetes_spec",
+    "load_config",
+    "local_cluster_kwargs",
+    "merge_options",
+    "slurm_cluster",
+    "slurm_settings",
+    "storage_from_config",
+]
 
 
 @contextlib.contextmanager
-def connect(scheduler: str | None = None, workers: int | None = None,
-            threads_per_worker: int | None = None, in_process: bool = False, *,
-            cluster: str | None = None, config=None, dashboard_address: str | None = DEFAULT_DASHBOARD,
-            log=None):
+def connect(
+    scheduler: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    in_process: bool = False,
+    *,
+    cluster: str | None = None,
+    config=None,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
+    log=None,
+):
     """Yield a Client for the chosen backend; close what was started on exit
     (SLURM jobs are cancelled, a KubeCluster made here is deleted).
 

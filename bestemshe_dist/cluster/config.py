@@ -2,6 +2,7 @@
 their keys, the storage section's URL and options (credentials only through
 environment variables), which backend, scaling, dashboard and wait settings.
 The defaults every backend shares are here."""
+
 from __future__ import annotations
 
 import copy
@@ -9,7 +10,6 @@ import os
 from pathlib import Path
 
 from ..errors import UsageError
-
 
 BACKENDS = ("local", "slurm", "kubernetes")
 DEFAULT_DASHBOARD = "127.0.0.1:8787"
@@ -21,10 +21,15 @@ DEFAULT_DASHBOARD = "127.0.0.1:8787"
 # admission), so the workers it starts turn Dask's off. Workers started
 # elsewhere (SLURM, Kubernetes) get the same through DASK_DISTRIBUTED__WORKER__
 # MEMORY__* variables (configs/, deploy/).
-SHARED_MEMORY_WORKERS = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
-                         "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}
-SHARED_MEMORY_ENV = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): "False"
-                     for key in SHARED_MEMORY_WORKERS}
+SHARED_MEMORY_WORKERS = {
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+}
+SHARED_MEMORY_ENV = {
+    "DASK_" + key.upper().replace(".", "__").replace("-", "_"): "False" for key in SHARED_MEMORY_WORKERS
+}
 DEFAULT_WAIT_SECONDS = 600
 NO_DASHBOARD_HTTP = "127.0.0.1:0"  # without a dashboard, the scheduler's /health server
 
@@ -32,9 +37,23 @@ _TOP_KEYS = {"cluster", "scheduler", "storage", *BACKENDS}
 _LOCAL_KEYS = {"workers", "threads_per_worker", "memory_limit", "dashboard_address"}
 # Ours, besides the SLURMCluster keyword arguments (jobqueue.yaml's keys).
 _SLURM_OWN = {"scale", "adapt", "wait_timeout"}
-_KUBE_KEYS = {"name", "namespace", "image", "workers", "threads_per_worker", "resources", "env",
-              "env_from_secret", "worker_extra_args", "existing", "adapt", "wait_timeout",
-              "scheduler_service_type", "idle_timeout", "shutdown_on_close"}
+_KUBE_KEYS = {
+    "name",
+    "namespace",
+    "image",
+    "workers",
+    "threads_per_worker",
+    "resources",
+    "env",
+    "env_from_secret",
+    "worker_extra_args",
+    "existing",
+    "adapt",
+    "wait_timeout",
+    "scheduler_service_type",
+    "idle_timeout",
+    "shutdown_on_close",
+}
 _STORAGE_KEYS = {"url", "endpoint", "key_env", "secret_env", "token_env", "options"}
 # Option or variable names that hold a credential (lower case): these exact names,
 # and any name containing one of the words.
@@ -67,8 +86,10 @@ def load_config(path) -> dict:
         raise UsageError(f"the config {path} must be a YAML mapping (cluster:, slurm:, storage:, ...).")
     unknown = sorted(set(map(str, raw)) - _TOP_KEYS)
     if unknown:
-        raise UsageError(f"the config {path} has an unknown section {unknown[0]!r} "
-                         f"(known: {', '.join(sorted(_TOP_KEYS))}).")
+        raise UsageError(
+            f"the config {path} has an unknown section {unknown[0]!r} "
+            f"(known: {', '.join(sorted(_TOP_KEYS))})."
+        )
     config = {"_path": str(path)}
     for key, value in raw.items():
         if key in ("cluster", "scheduler"):
@@ -93,8 +114,10 @@ def load_config(path) -> dict:
 def _check_keys(config, section, allowed):
     unknown = sorted(set(config.get(section, {})) - allowed)
     if unknown:
-        raise UsageError(f"the section {section} in the config {config['_path']} has an unknown key "
-                         f"{unknown[0].replace('_', '-')!r}.")
+        raise UsageError(
+            f"the section {section} in the config {config['_path']} has an unknown key "
+            f"{unknown[0].replace('_', '-')!r}."
+        )
 
 
 def _slurm_keys() -> set:
@@ -106,11 +129,34 @@ def _slurm_keys() -> set:
     except ImportError:
         pass
     keys = {k.replace("-", "_") for k in (dask.config.get("jobqueue.slurm", default={}) or {})}
-    return keys | {"cores", "memory", "processes", "python", "interface", "queue", "account",
-                   "walltime", "job_extra_directives", "worker_extra_args", "job_script_prologue",
-                   "log_directory", "local_directory", "scheduler_options", "job_cpu", "job_mem",
-                   "death_timeout", "name", "shebang", "nanny", "protocol", "security",
-                   "job_directives_skip", "worker_command", "host", "port"}
+    return keys | {
+        "cores",
+        "memory",
+        "processes",
+        "python",
+        "interface",
+        "queue",
+        "account",
+        "walltime",
+        "job_extra_directives",
+        "worker_extra_args",
+        "job_script_prologue",
+        "log_directory",
+        "local_directory",
+        "scheduler_options",
+        "job_cpu",
+        "job_mem",
+        "death_timeout",
+        "name",
+        "shebang",
+        "nanny",
+        "protocol",
+        "security",
+        "job_directives_skip",
+        "worker_command",
+        "host",
+        "port",
+    }
 
 
 def path_of(config) -> str:
@@ -131,16 +177,19 @@ def storage_from_config(config: dict | None) -> tuple[str | None, dict]:
         raise UsageError(f"storage.options in {path} must be a mapping.")
     options = copy.deepcopy(options)
     for name in secret_keys(options):
-        raise UsageError(f"storage.options in {path} holds a credential ({name}): name an environment "
-                         "variable with key-env / secret-env instead.")
+        raise UsageError(
+            f"storage.options in {path} holds a credential ({name}): name an environment "
+            "variable with key-env / secret-env instead."
+        )
     if section.get("endpoint"):
         options.setdefault("client_kwargs", {})["endpoint_url"] = str(section["endpoint"])
     for option in ("key", "secret", "token"):
         variable = section.get(f"{option}_env")
         if variable:
             if str(variable) not in os.environ:
-                raise UsageError(f"the environment variable {variable} named by storage.{option}-env in "
-                                 f"{path} is not set.")
+                raise UsageError(
+                    f"the environment variable {variable} named by storage.{option}-env in {path} is not set."
+                )
             options[option] = os.environ[str(variable)]
     url = section.get("url")
     return (str(url) if url else None), options
@@ -151,8 +200,11 @@ def secret_keys(value, prefix=""):
         for key, item in value.items():
             name = f"{prefix}{key}"
             lowered = str(key).lower()
-            if isinstance(item, (str, bytes)) and not lowered.endswith(("_env", "_url", "_file")) \
-                    and (lowered in _SECRET_NAMES or any(w in lowered for w in _SECRET_WORDS)):
+            if (
+                isinstance(item, (str, bytes))
+                and not lowered.endswith(("_env", "_url", "_file"))
+                and (lowered in _SECRET_NAMES or any(w in lowered for w in _SECRET_WORDS))
+            ):
                 yield name
             yield from secret_keys(item, name + ".")
 
@@ -191,8 +243,10 @@ def scaling_of(workers, adapt, backend: str, unit: str, unit_words: str, path) -
         return unit, positive(workers, "--workers", "the command line")
     if not isinstance(adapt, dict) or set(adapt) - {"minimum", "maximum"}:
         raise UsageError(f"{backend}.adapt in {path} takes minimum and maximum ({unit_words}).")
-    return "adapt", {"minimum": positive(adapt.get("minimum", 1), f"{backend}.adapt.minimum", path),
-                     "maximum": positive(adapt.get("maximum", 1), f"{backend}.adapt.maximum", path)}
+    return "adapt", {
+        "minimum": positive(adapt.get("minimum", 1), f"{backend}.adapt.minimum", path),
+        "maximum": positive(adapt.get("maximum", 1), f"{backend}.adapt.maximum", path),
+    }
 
 
 def positive(value, what, path):

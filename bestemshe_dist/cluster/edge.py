@@ -1,5 +1,6 @@
 """What every backend does once its cluster is made: scale it, wait for the
 workers, say where the dashboard is."""
+
 from __future__ import annotations
 
 import contextlib
@@ -46,8 +47,9 @@ def wait_for_workers(client, expected, seconds, where, hint):
             have = len(client.nthreads())
         except Exception:
             have = 0
-        raise BestemsheError(f"only {have} of {expected} Dask workers joined on {where} within "
-                             f"{seconds:g} s: {hint}.") from None
+        raise BestemsheError(
+            f"only {have} of {expected} Dask workers joined on {where} within {seconds:g} s: {hint}."
+        ) from None
 
 
 def dashboard_link(cluster) -> str | None:

@@ -1,11 +1,20 @@
 """dask-kubernetes' operator: a DaskCluster made from a spec built here, or an
 existing one by name."""
+
 from __future__ import annotations
 
 import contextlib
 
 from ..errors import BestemsheError, UsageError
-from .config import DEFAULT_WAIT_SECONDS, SHARED_MEMORY_ENV, path_of, positive, scaling_of, secret_keys, wait_seconds
+from .config import (
+    DEFAULT_WAIT_SECONDS,
+    SHARED_MEMORY_ENV,
+    path_of,
+    positive,
+    scaling_of,
+    secret_keys,
+    wait_seconds,
+)
 from .edge import apply_scaling, say_dashboard, wait_for_workers
 
 
@@ -40,33 +49,51 @@ def kubernetes_spec(section: dict, replicas: int, path: str = "the config") -> d
     try:
         from dask_kubernetes.operator import make_cluster_spec
     except ImportError:
-        raise UsageError("--cluster kubernetes needs dask-kubernetes "
-                         "(pip install 'bestemshe_dist[kubernetes]').") from None
+        raise UsageError(
+            "--cluster kubernetes needs dask-kubernetes (pip install 'bestemshe_dist[kubernetes]')."
+        ) from None
     image = section.get("image")
     if not image:
-        raise UsageError(f"the section kubernetes in {path} needs image: the bestemshe-dist image "
-                         "(deploy/docker/Dockerfile).")
+        raise UsageError(
+            f"the section kubernetes in {path} needs image: the bestemshe-dist image "
+            "(deploy/docker/Dockerfile)."
+        )
     env = section.get("env") or {}
     if not isinstance(env, dict):
         raise UsageError(f"kubernetes.env in {path} must be a mapping of names to values.")
     for name in secret_keys(env):
-        raise UsageError(f"kubernetes.env in {path} holds a credential ({name}): put it in a Secret "
-                         "and name it with env-from-secret.")
+        raise UsageError(
+            f"kubernetes.env in {path} holds a credential ({name}): put it in a Secret "
+            "and name it with env-from-secret."
+        )
     resources = section.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"requests", "limits"}:
         raise UsageError(f"kubernetes.resources in {path} takes requests and limits.")
     threads = positive(section.get("threads_per_worker", 1), "kubernetes.threads-per-worker", path)
-    spec = make_cluster_spec(name=str(section.get("name") or "bestemshe"), image=str(image),
-                             n_workers=replicas, resources=resources,
-                             env={**SHARED_MEMORY_ENV, **{str(k): str(v) for k, v in env.items()}},
-                             scheduler_service_type=str(section.get("scheduler_service_type", "ClusterIP")),
-                             idle_timeout=int(section.get("idle_timeout", 0)))
+    spec = make_cluster_spec(
+        name=str(section.get("name") or "bestemshe"),
+        image=str(image),
+        n_workers=replicas,
+        resources=resources,
+        env={**SHARED_MEMORY_ENV, **{str(k): str(v) for k, v in env.items()}},
+        scheduler_service_type=str(section.get("scheduler_service_type", "ClusterIP")),
+        idle_timeout=int(section.get("idle_timeout", 0)),
+    )
     worker = spec["spec"]["worker"]["spec"]["containers"][0]
     scheduler = spec["spec"]["scheduler"]["spec"]["containers"][0]
     # The image has distributed's `dask` command (the old dask-worker scripts are gone).
-    worker["args"] = ["dask", "worker", "--name", "$(DASK_WORKER_NAME)", "--nthreads", str(threads),
-                      "--dashboard", "--dashboard-address", "8788",
-                      *map(str, section.get("worker_extra_args") or [])]
+    worker["args"] = [
+        "dask",
+        "worker",
+        "--name",
+        "$(DASK_WORKER_NAME)",
+        "--nthreads",
+        str(threads),
+        "--dashboard",
+        "--dashboard-address",
+        "8788",
+        *map(str, section.get("worker_extra_args") or []),
+    ]
     scheduler["args"] = ["dask", "scheduler", "--host", "0.0.0.0"]
     scheduler["resources"] = {}
     secret = section.get("env_from_secret")
@@ -99,16 +126,24 @@ def start(config, workers, say):
     try:
         from dask_kubernetes.operator import KubeCluster
     except ImportError:
-        raise UsageError("--cluster kubernetes needs dask-kubernetes "
-                         "(pip install 'bestemshe_dist[kubernetes]').") from None
-    where = f"{kwargs.get('name') or spec['metadata']['name']} in namespace {kwargs.get('namespace', 'default')}"
+        raise UsageError(
+            "--cluster kubernetes needs dask-kubernetes (pip install 'bestemshe_dist[kubernetes]')."
+        ) from None
+    where = (
+        f"{kwargs.get('name') or spec['metadata']['name']} in namespace {kwargs.get('namespace', 'default')}"
+    )
     try:
-        made = (KubeCluster.from_name(kwargs.pop("name"), **kwargs) if spec is None
-                else KubeCluster(custom_cluster_spec=spec, quiet=True, **kwargs))
+        made = (
+            KubeCluster.from_name(kwargs.pop("name"), **kwargs)
+            if spec is None
+            else KubeCluster(custom_cluster_spec=spec, quiet=True, **kwargs)
+        )
     except Exception as exc:  # kr8s/kubernetes raise many kinds; one sentence for all
         forget_failed_kube_clusters(KubeCluster)
-        raise BestemsheError(f"cannot start the Kubernetes Dask cluster {where}: "
-                             f"{str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}.") from None
+        raise BestemsheError(
+            f"cannot start the Kubernetes Dask cluster {where}: "
+            f"{str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}."
+        ) from None
     with made, Client(made) as client:
         expected = apply_scaling(made, scaling)
         say_dashboard(say, "kubernetes", made, where)

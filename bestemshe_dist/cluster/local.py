@@ -1,4 +1,5 @@
 """A LocalCluster on this machine."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,14 +13,16 @@ from .config import DEFAULT_DASHBOARD, NO_DASHBOARD_HTTP, SHARED_MEMORY_WORKERS,
 from .edge import port_taken_is_fine, say_dashboard
 
 
-def local_cluster_kwargs(config=None, workers=None, threads_per_worker=None, in_process=False,
-                         dashboard_address=DEFAULT_DASHBOARD) -> dict:
+def local_cluster_kwargs(
+    config=None, workers=None, threads_per_worker=None, in_process=False, dashboard_address=DEFAULT_DASHBOARD
+) -> dict:
     """The LocalCluster keyword arguments: the command line, then `local:`, then defaults."""
     section = (config or {}).get("local", {})
     workers = workers if workers is not None else section.get("workers")
     threads = threads_per_worker if threads_per_worker is not None else section.get("threads_per_worker")
-    if workers is not None and (not isinstance(workers, int) or workers < 1) \
-            or threads is not None and (not isinstance(threads, int) or threads < 1):
+    if (workers is not None and (not isinstance(workers, int) or workers < 1)) or (
+        threads is not None and (not isinstance(threads, int) or threads < 1)
+    ):
         raise UsageError("--workers and --threads-per-worker must be at least 1.")
     # By default one worker process with a thread per core: the kernels release
     # the GIL, and the host memory is then private, in 2 MiB pages (hostmem.py).

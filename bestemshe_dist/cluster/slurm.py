@@ -1,4 +1,5 @@
 """dask-jobqueue's SLURMCluster: the scheduler in this process, workers as batch jobs."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,8 +7,17 @@ import shutil
 import sys
 
 from ..errors import BestemsheError, UsageError
-from .config import (DEFAULT_DASHBOARD, DEFAULT_WAIT_SECONDS, NO_DASHBOARD_HTTP, SHARED_MEMORY_ENV, dashboard_of,
-                     path_of, positive, scaling_of, wait_seconds)
+from .config import (
+    DEFAULT_DASHBOARD,
+    DEFAULT_WAIT_SECONDS,
+    NO_DASHBOARD_HTTP,
+    SHARED_MEMORY_ENV,
+    dashboard_of,
+    path_of,
+    positive,
+    scaling_of,
+    wait_seconds,
+)
 from .edge import apply_scaling, port_taken_is_fine, say_dashboard, wait_for_workers
 
 
@@ -33,8 +43,9 @@ def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOAR
             kwargs[key] = default
     kwargs.update(section)
     # The worker jobs keep Dask's per-process memory rules off (see SHARED_MEMORY_WORKERS).
-    kwargs["job_script_prologue"] = ([f"export {k}={v}" for k, v in SHARED_MEMORY_ENV.items()]
-                                     + list(kwargs.get("job_script_prologue") or []))
+    kwargs["job_script_prologue"] = [f"export {k}={v}" for k, v in SHARED_MEMORY_ENV.items()] + list(
+        kwargs.get("job_script_prologue") or []
+    )
     options = dict(kwargs.get("scheduler_options") or {})
     if "dashboard_address" not in options and "dashboard" not in options:
         address = dashboard_of(dashboard_address, section)
@@ -62,8 +73,10 @@ def slurm_cluster(config=None, workers=None, dashboard_address=DEFAULT_DASHBOARD
         with port_taken_is_fine():
             cluster = SLURMCluster(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise UsageError(f"the section slurm in {path_of(config)} is not accepted by dask-jobqueue: "
-                         f"{str(exc).splitlines()[0].rstrip('.')}.") from None
+        raise UsageError(
+            f"the section slurm in {path_of(config)} is not accepted by dask-jobqueue: "
+            f"{str(exc).splitlines()[0].rstrip('.')}."
+        ) from None
     except RuntimeError as exc:  # "Cluster failed to start: <reason>"
         reason = str(exc).removeprefix("Cluster failed to start:").strip().splitlines()[0].rstrip(".")
         raise BestemsheError(f"cannot start the Dask scheduler for SLURM: {reason}.") from None
@@ -80,13 +93,21 @@ def start(config, workers, dashboard_address, say):
     logging.getLogger("dask_jobqueue").setLevel(logging.ERROR)
     slurm_settings(config, workers, dashboard_address)  # a bad config first, as one sentence
     if not shutil.which("sbatch"):
-        raise BestemsheError("sbatch is not on the PATH: --cluster slurm runs where SLURM jobs can be "
-                             "submitted (a login or compute node).")
+        raise BestemsheError(
+            "sbatch is not on the PATH: --cluster slurm runs where SLURM jobs can be "
+            "submitted (a login or compute node)."
+        )
     made, scaling, wait = slurm_cluster(config, workers, dashboard_address)
     with made, Client(made) as client:
         processes = getattr(getattr(made, "_dummy_job", None), "worker_processes", None)
         expected = apply_scaling(made, scaling, int(processes or 1))
-        say_dashboard(say, "slurm", made, f"{scaling[1]} worker jobs" if scaling[0] == "jobs"
-                      else f"adaptive {scaling[1]['minimum']}..{scaling[1]['maximum']} worker jobs")
+        say_dashboard(
+            say,
+            "slurm",
+            made,
+            f"{scaling[1]} worker jobs"
+            if scaling[0] == "jobs"
+            else f"adaptive {scaling[1]['minimum']}..{scaling[1]['maximum']} worker jobs",
+        )
         wait_for_workers(client, expected, wait, "SLURM", "check squeue and the worker job logs")
         yield client

@@ -13,8 +13,10 @@ tablebase, or the published one, a bare folder) the sidecar is used when it is
 there, and otherwise the layer's answers are *unverified*, which `verified()`
 says.
 """
+
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -36,8 +38,14 @@ def table_bits(kind: str, npos: int, width: int | None = None) -> int:
 class LayerReader:
     """A tablebase's files, read and checked; safe to use from many threads."""
 
-    def __init__(self, store: Store, manifest: dict | None = None, cache_bytes: int | None = 256 << 20,
-                 listed_only: bool = True, require_sums: bool | None = None):
+    def __init__(
+        self,
+        store: Store,
+        manifest: dict | None = None,
+        cache_bytes: int | None = 256 << 20,
+        listed_only: bool = True,
+        require_sums: bool | None = None,
+    ):
         """`listed_only`: with a manifest, a layer it does not list is missing (the
         oracle); without it such a layer's files are read all the same (the verifier,
         which reports the missing entry on its own). `require_sums`: whether every
@@ -46,11 +54,11 @@ class LayerReader:
         self.entries = manifest["layers"] if manifest is not None else None
         self.listed_only = listed_only
         self.require_sums = require_sums
-        self._meta = OnceCache()                 # headers and checksums: small, kept
-        self._blocks = OnceCache(cache_bytes)    # decompressed blocks
+        self._meta = OnceCache()  # headers and checksums: small, kept
+        self._blocks = OnceCache(cache_bytes)  # decompressed blocks
         self._lock = threading.Lock()
-        self.requests = 0           # reads of layer files and their checksum files
-        self.bytes_fetched = 0      # bytes they returned
+        self.requests = 0  # reads of layer files and their checksum files
+        self.bytes_fetched = 0  # bytes they returned
 
     def shown(self, name: str) -> str:
         return f"{self.store.shown}/{name}"
@@ -65,7 +73,8 @@ class LayerReader:
         if entry is None and self.listed_only:
             raise StoreError(
                 f"{self.shown(layer_file(k1, k2, kind))} is missing: layer {layer_name(k1, k2)} "
-                f"is not in this tablebase (its manifest lists {len(self.entries)} layers).")
+                f"is not in this tablebase (its manifest lists {len(self.entries)} layers)."
+            )
         return entry
 
     def dtz_width(self, k1: int, k2: int) -> int | None:
@@ -91,8 +100,10 @@ class LayerReader:
         raw = self._fetch(name, None, None, optional=True)
         if raw is None:
             if required:
-                raise FormatError(f"{self.shown(name)} is missing, but layer {layer_name(k1, k2)} was written with "
-                                  "checksums: its blocks cannot be checked, so nothing is read from them.")
+                raise FormatError(
+                    f"{self.shown(name)} is missing, but layer {layer_name(k1, k2)} was written with "
+                    "checksums: its blocks cannot be checked, so nothing is read from them."
+                )
             return None
         return LayerSums.from_bytes(raw, (k1, k2), self.shown(name))
 
@@ -142,10 +153,10 @@ class LayerReader:
         return (raw[offset >> 3] >> (offset & 7)) & 1
 
     def distance(self, k1: int, k2: int, width: int, npos: int, rank: int) -> int:
-        at = rank * width          # width 1 or 2 divides BLOCK_BYTES: never split
+        at = rank * width  # width 1 or 2 divides BLOCK_BYTES: never split
         raw = self.block(k1, k2, "dtz", table_bits("dtz", npos, width), at // fmt.BLOCK_BYTES)
         offset = at % fmt.BLOCK_BYTES
-        return int.from_bytes(raw[offset:offset + width], "little")
+        return int.from_bytes(raw[offset : offset + width], "little")
 
     # -- many positions at once (sorted ranks: each block read once) ----------------------------
     def bits(self, k1: int, k2: int, kind: str, npos: int, ranks: np.ndarray) -> np.ndarray:
@@ -161,11 +172,12 @@ class LayerReader:
     def distances(self, k1: int, k2: int, width: int, npos: int, ranks: np.ndarray) -> np.ndarray:
         """The stored distances of sorted ranks, each block of the table read once."""
         out = np.empty(ranks.shape[0], np.int32)
-        at = ranks * width          # width 1 or 2 divides BLOCK_BYTES: never split
+        at = ranks * width  # width 1 or 2 divides BLOCK_BYTES: never split
         blocks = at // fmt.BLOCK_BYTES
         for a, b in runs(blocks):
-            raw = np.frombuffer(self.block(k1, k2, "dtz", table_bits("dtz", npos, width), int(blocks[a])),
-                                np.uint8)
+            raw = np.frombuffer(
+                self.block(k1, k2, "dtz", table_bits("dtz", npos, width), int(blocks[a])), np.uint8
+            )
             offset = at[a:b] - int(blocks[a]) * fmt.BLOCK_BYTES
             out[a:b] = raw[offset] if width == 1 else raw[offset] | (raw[offset + 1].astype(np.int32) << 8)
         return out
@@ -176,10 +188,11 @@ class LayerReader:
         where ranks and gathers would take 0.8 GB)."""
         nbits = table_bits("dtz", npos, width)
         first, last = lo * width // fmt.BLOCK_BYTES, ((lo + n) * width - 1) // fmt.BLOCK_BYTES
-        raw = np.concatenate([np.frombuffer(self.block(k1, k2, "dtz", nbits, b), np.uint8)
-                              for b in range(first, last + 1)])
+        raw = np.concatenate(
+            [np.frombuffer(self.block(k1, k2, "dtz", nbits, b), np.uint8) for b in range(first, last + 1)]
+        )
         start = lo * width - first * fmt.BLOCK_BYTES
-        return raw[start:start + n * width].view("<u1" if width == 1 else "<u2")
+        return raw[start : start + n * width].view("<u1" if width == 1 else "<u2")
 
     # -- whole files -----------------------------------------------------------------------------
     def table(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
@@ -199,15 +212,16 @@ class LayerReader:
         words_per_block = fmt.BLOCK_BITS // 32
         for block in range(fmt.blocks_for_bits(npos)):
             first = block * words_per_block
-            part = out[first:min(first + words_per_block, out.shape[0])]
+            part = out[first : min(first + words_per_block, out.shape[0])]
             win = np.frombuffer(self.block(k1, k2, "win", npos, block), np.uint8)
             draw = np.frombuffer(self.block(k1, k2, "draw", npos, block), np.uint8)
             codes_from_bitsets(win, draw, npos, k1, k2, out=part, first_word=first)
         return out
 
     # -- I/O -----------------------------------------------------------------------------------------
-    def _fetch(self, name: str, start: int | None, end: int | None, optional: bool = False,
-               what: str = "the bytes"):
+    def _fetch(
+        self, name: str, start: int | None, end: int | None, optional: bool = False, what: str = "the bytes"
+    ):
         """A whole file (start None) or bytes start..end (`what` they are, for the
         error), through fsspec; None for a missing optional file."""
         if start is None:
@@ -216,20 +230,25 @@ class LayerReader:
             data = self.store.read_range(name, start, end)
             if len(data) != end - start:
                 if start > 0 and len(data) >= end:
-                    data = data[start:end]      # a server that ignores Range sends the whole file
+                    data = data[start:end]  # a server that ignores Range sends the whole file
                 else:
                     raise FormatError(
                         f"{self.shown(name)}: the file is cut short, {what} (bytes {start}..{end}) lies past "
-                        f"its end (read {len(data)} of {end - start} bytes).")
+                        f"its end (read {len(data)} of {end - start} bytes)."
+                    )
         with self._lock:
             self.requests += 1
             self.bytes_fetched += len(data) if data is not None else 0
         return data
 
     def stats(self) -> dict:
-        return {"requests": self.requests, "bytes_fetched": self.bytes_fetched,
-                "cache_hits": self._blocks.hits, "cached_blocks": len(self._blocks),
-                "cached_bytes": self._blocks.nbytes}
+        return {
+            "requests": self.requests,
+            "bytes_fetched": self.bytes_fetched,
+            "cache_hits": self._blocks.hits,
+            "cached_blocks": len(self._blocks),
+            "cached_bytes": self._blocks.nbytes,
+        }
 
     @property
     def cached_bytes(self) -> int:
@@ -251,4 +270,4 @@ def runs(sorted_keys: np.ndarray):
         return []
     edges = np.flatnonzero(np.diff(sorted_keys)) + 1
     bounds = [0, *edges.tolist(), int(sorted_keys.shape[0])]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(itertools.pairwise(bounds))

@@ -6,12 +6,13 @@ Users: the block reader (headers, checksums, decompressed blocks: the oracle and
 verify --sample), the solver's per-worker dependency layers, the verifier's
 and `sample`'s per-worker layers.
 """
+
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable
 
 
 def worker_memory_budget() -> int:
@@ -19,6 +20,7 @@ def worker_memory_budget() -> int:
     (4 GiB outside a worker, or with no limit)."""
     try:
         from distributed import get_worker
+
         limit = get_worker().memory_manager.memory_limit
     except (ImportError, ValueError, AttributeError):
         limit = None
@@ -37,7 +39,7 @@ class OnceCache:
         self._budget = budget
         self._keep_newest = keep_newest
         self._lock = threading.Lock()
-        self._items: OrderedDict = OrderedDict()   # key -> (value, nbytes)
+        self._items: OrderedDict = OrderedDict()  # key -> (value, nbytes)
         self._bytes = 0
         self._pending: dict = {}
         self.hits = 0

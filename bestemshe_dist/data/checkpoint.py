@@ -9,6 +9,7 @@ The layout, zstd-compressed at a fast level: a JSON line (layer, round, lo, hi, 
 to 64 bytes, then the arrays in .npy form (one dense code array, or ranks and
 values).
 """
+
 from __future__ import annotations
 
 import io
@@ -26,12 +27,24 @@ CHECKPOINT_LEVEL = 1
 
 def encode_part(delta: Delta) -> bytes:
     """A round's part as checkpoint bytes."""
-    meta = {"layer": list(delta.layer), "round": delta.round, "lo": delta.lo, "hi": delta.hi,
-            "wins": delta.wins, "losses": delta.losses, "evaluations": delta.evaluations,
-            "kind": "dense" if delta.dense is not None else "sparse"}
-    arrays = [delta.dense] if delta.dense is not None else [
-        delta.ranks if delta.ranks is not None else np.zeros(0, np.int64),
-        delta.values if delta.values is not None else np.zeros(0, np.uint8)]
+    meta = {
+        "layer": list(delta.layer),
+        "round": delta.round,
+        "lo": delta.lo,
+        "hi": delta.hi,
+        "wins": delta.wins,
+        "losses": delta.losses,
+        "evaluations": delta.evaluations,
+        "kind": "dense" if delta.dense is not None else "sparse",
+    }
+    arrays = (
+        [delta.dense]
+        if delta.dense is not None
+        else [
+            delta.ranks if delta.ranks is not None else np.zeros(0, np.int64),
+            delta.values if delta.values is not None else np.zeros(0, np.uint8),
+        ]
+    )
     line = json.dumps(meta).encode()
     # Padded so the first array's data lands 64-byte aligned in the decompressed
     # bytes (.npy pads its own header likewise), and decode_part can use it in place.
@@ -51,15 +64,24 @@ def decode_part(data: bytes) -> Delta:
     raw = bytearray(zstandard.ZstdDecompressor().decompress(data))
     end = raw.index(b"\n")
     meta = json.loads(raw[:end])
-    delta = Delta(tuple(meta["layer"]), meta["round"], meta["lo"], meta["hi"],
-                wins=meta["wins"], losses=meta["losses"], evaluations=meta["evaluations"])
+    delta = Delta(
+        tuple(meta["layer"]),
+        meta["round"],
+        meta["lo"],
+        meta["hi"],
+        wins=meta["wins"],
+        losses=meta["losses"],
+        evaluations=meta["evaluations"],
+    )
     offset = end + 1
 
-    def array() -> np.ndarray:   # over raw: only the .npy header is copied
+    def array() -> np.ndarray:  # over raw: only the .npy header is copied
         nonlocal offset
-        head = io.BytesIO(raw[offset:offset + 8 + 4 + 65535])
+        head = io.BytesIO(raw[offset : offset + 8 + 4 + 65535])
         version = np.lib.format.read_magic(head)
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        read = (
+            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        )
         shape, _, dtype = read(head)
         out = np.frombuffer(raw, dtype, int(np.prod(shape)), offset + head.tell()).reshape(shape)
         offset += head.tell() + out.nbytes

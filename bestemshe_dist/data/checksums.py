@@ -32,6 +32,7 @@ read); a probe of a cached block nothing. xxHash would take the hashing share
 down to a few per cent, for a dependency of every reader; the solver and the
 verifier spend their time elsewhere, so it was not worth one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,31 +60,40 @@ class FileSums:
     size: int
     header: str
     frames: tuple
-    sidecar: str = field(default="its checksum file", compare=False)   # names it in errors
+    sidecar: str = field(default="its checksum file", compare=False)  # names it in errors
 
     @classmethod
-    def of_file(cls, data, name: str = "layer file") -> "FileSums":
+    def of_file(cls, data, name: str = "layer file") -> FileSums:
         """The checksums of a whole file (its header is validated first)."""
         view = memoryview(data).cast("B")
         offsets = fmt.parse_header(view, len(view), name)
-        return cls(len(view), digest(view[: offsets[0]]),
-                   tuple(digest(view[offsets[b]: offsets[b + 1]]) for b in range(len(offsets) - 1)))
+        return cls(
+            len(view),
+            digest(view[: offsets[0]]),
+            tuple(digest(view[offsets[b] : offsets[b + 1]]) for b in range(len(offsets) - 1)),
+        )
 
     def check_header(self, head, size: int, shown: str) -> None:
         """`head`: the file's first bytes (at least the whole header), `size` its size."""
         if size != self.size:
             how = "cut short" if size < self.size else "longer than it was"
-            raise FormatError(f"{shown}: the file is {how} ({size} bytes, but {self.sidecar} was taken of "
-                              f"one of {self.size} bytes), so it is damaged or its checksums are stale.")
+            raise FormatError(
+                f"{shown}: the file is {how} ({size} bytes, but {self.sidecar} was taken of "
+                f"one of {self.size} bytes), so it is damaged or its checksums are stale."
+            )
         hsize = fmt.header_size(len(self.frames))
         if len(head) < hsize or digest(memoryview(head)[:hsize]) != self.header:
-            raise FormatError(f"{shown}: its header (block count and offsets) fails its checksum in "
-                              f"{self.sidecar}, so the file is damaged or its checksums are stale.")
+            raise FormatError(
+                f"{shown}: its header (block count and offsets) fails its checksum in "
+                f"{self.sidecar}, so the file is damaged or its checksums are stale."
+            )
 
     def check_frame(self, index: int, frame, shown: str) -> None:
         if not 0 <= index < len(self.frames) or digest(frame) != self.frames[index]:
-            raise FormatError(f"{shown}: block {index} fails its checksum ({HASH}): the file is damaged "
-                              "there, and nothing is read from that block.")
+            raise FormatError(
+                f"{shown}: block {index} fails its checksum ({HASH}): the file is damaged "
+                "there, and nothing is read from that block."
+            )
 
     def as_dict(self) -> dict:
         return {"bytes": self.size, "header": self.header, "frames": list(self.frames)}
@@ -92,16 +102,23 @@ class FileSums:
 @dataclass(frozen=True)
 class LayerSums:
     layer: tuple
-    files: dict                     # kind -> FileSums
-    shown: str = field(default="its checksum file", compare=False)   # where it was read
+    files: dict  # kind -> FileSums
+    shown: str = field(default="its checksum file", compare=False)  # where it was read
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"format": FORMAT, "version": VERSION, "hash": HASH, "layer": list(self.layer),
-                           "files": {k: s.as_dict() for k, s in sorted(self.files.items())}},
-                          indent=1).encode()
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "hash": HASH,
+                "layer": list(self.layer),
+                "files": {k: s.as_dict() for k, s in sorted(self.files.items())},
+            },
+            indent=1,
+        ).encode()
 
     @classmethod
-    def from_bytes(cls, raw: bytes, layer: tuple, shown: str) -> "LayerSums":
+    def from_bytes(cls, raw: bytes, layer: tuple, shown: str) -> LayerSums:
         """Parse and validate a sidecar; `shown` names it in the one-sentence error."""
         try:
             doc = json.loads(raw)
@@ -120,8 +137,10 @@ class LayerSums:
                     raise ValueError(f"the {kind} entry's digests are malformed")
                 files[kind] = FileSums(int(item["bytes"]), str(item["header"]), frames, shown)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise FormatError(f"{shown} is not a valid checksum file for layer "
-                              f"{layer_name(*layer)} ({str(exc).rstrip('.') or type(exc).__name__}).") from None
+            raise FormatError(
+                f"{shown} is not a valid checksum file for layer "
+                f"{layer_name(*layer)} ({str(exc).rstrip('.') or type(exc).__name__})."
+            ) from None
         return cls(tuple(layer), files, shown)
 
     def of(self, kind: str, shown: str) -> FileSums:
@@ -135,5 +154,9 @@ class LayerSums:
 
 def manifest_record(sums: LayerSums, data: bytes) -> dict:
     """What a manifest entry says of its layer's sidecar (its presence is then required)."""
-    return {"hash": HASH, "file": sums_file(*sums.layer), "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest()}
+    return {
+        "hash": HASH,
+        "file": sums_file(*sums.layer),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }

@@ -76,7 +76,9 @@ def header_bytes_needed(head4: bytes, name: str = "layer file", file_size: int |
     the file cannot hold is refused here, before anything large is fetched.
     """
     if len(head4) < 4:
-        raise FormatError(f"{name}: file is cut short, it has {len(head4)} bytes but the block count needs 4.")
+        raise FormatError(
+            f"{name}: file is cut short, it has {len(head4)} bytes but the block count needs 4."
+        )
     num_blocks = int.from_bytes(bytes(head4[:4]), "little")
     needed = header_size(num_blocks)
     if file_size is not None and needed > file_size:
@@ -128,7 +130,7 @@ def compress_blocks(raw, threads: int = 1) -> list[bytes]:
     blocks alike. On `threads` threads when there are several blocks (zstandard
     releases the GIL, and level 19 is most of what publishing costs)."""
     view = _as_bytes_view(raw)
-    blocks = [view[i:i + BLOCK_BYTES] for i in range(0, len(view), BLOCK_BYTES)] or [view]
+    blocks = [view[i : i + BLOCK_BYTES] for i in range(0, len(view), BLOCK_BYTES)] or [view]
     if threads > 1 and len(blocks) > 1:
         with ThreadPoolExecutor(min(threads, len(blocks))) as pool:
             return list(pool.map(compress_block, blocks))

@@ -1,4 +1,5 @@
 """A layer's values (2-bit codes) to and from its two files, win and draw (pure, no I/O)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,15 @@ def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int)
     return codes_from_bitsets(win, draw, npos, k1, k2)
 
 
-def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2: int,
-                       out: np.ndarray | None = None, first_word: int = 0) -> np.ndarray:
+def codes_from_bitsets(
+    win: np.ndarray,
+    draw: np.ndarray,
+    npos: int,
+    k1: int,
+    k2: int,
+    out: np.ndarray | None = None,
+    first_word: int = 0,
+) -> np.ndarray:
     """Codes from win and draw bitsets: the whole layer, or (given `out` and
     `first_word`) the len(out) words from word first_word on, the bitsets holding
     just those positions. A position marked both win and draw is refused."""
@@ -46,9 +54,7 @@ def codes_from_bitsets(win: np.ndarray, draw: np.ndarray, npos: int, k1: int, k2
     codes = kernels.new_codes(npos) if out is None else out
     clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes, first_word)
     if clashes:
-        raise FormatError(
-            f"layer {layer_name(k1, k2)}: {clashes} positions are marked both win and draw."
-        )
+        raise FormatError(f"layer {layer_name(k1, k2)}: {clashes} positions are marked both win and draw.")
     return codes
 
 

@@ -5,6 +5,7 @@ runs; a second run pointed at the same output refuses to start while the lease
 is alive. A lease left by a killed driver is taken over once it is stale: at
 once when its process is gone from this host, otherwise after STALE_SECONDS.
 """
+
 from __future__ import annotations
 
 import json

@@ -13,6 +13,7 @@ a failure unless --rewrite says the files are the ones to trust.
 Files are read and hashed on a thread pool (zstandard and hashlib release the
 GIL); layer data never goes further than one layer's files at a time per thread.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
-from ..naming import LAYER_FILE_GLOB, LEASE, layer_file, layer_name, parse_layer_file, parse_layer_name, sums_file
+from ..naming import (
+    LAYER_FILE_GLOB,
+    LEASE,
+    layer_file,
+    layer_name,
+    parse_layer_file,
+    parse_layer_name,
+    sums_file,
+)
 from . import format as fmt
 from .checksums import HASH, FileSums, LayerSums, manifest_record
 from .lease import stale_reason
@@ -37,7 +46,7 @@ def _layers(store: Store, manifest: dict | None) -> dict:
             found.setdefault(parsed[:2], set()).add(parsed[2])
     for key, entry in (manifest or {}).get("layers", {}).items():
         layer = parse_layer_name(key)
-        if layer is not None:   # verify reports an entry that names no layer
+        if layer is not None:  # verify reports an entry that names no layer
             found.setdefault(layer, set()).update((entry or {}).get("bytes", {}))
     order = {"win": 0, "draw": 1, "dtz": 2}
     return {layer: sorted(kinds, key=order.__getitem__) for layer, kinds in sorted(found.items())}
@@ -47,8 +56,15 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
     """Read, validate and hash one layer's files; write or check its sidecar."""
     start = time.perf_counter()
     k1, k2 = layer
-    result = {"layer": layer_name(k1, k2), "files": len(kinds), "frames": 0, "bytes": 0, "action": None,
-              "fault": None, "record": None}
+    result = {
+        "layer": layer_name(k1, k2),
+        "files": len(kinds),
+        "frames": 0,
+        "bytes": 0,
+        "action": None,
+        "fault": None,
+        "record": None,
+    }
     try:
         sums = {}
         for kind in kinds:
@@ -57,9 +73,11 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
             data = store.read_bytes(name)
             want = ((entry or {}).get("sha256") or {}).get(kind)
             if entry is not None and hashlib.sha256(data).hexdigest() != want:
-                raise FormatError(f"{shown} does not match the sha256 its manifest records, so it is not "
-                                  "a copy to trust: no checksums were written for it.")
-            fmt.decode_file(data, shown)       # every frame must be a whole 4 MiB block
+                raise FormatError(
+                    f"{shown} does not match the sha256 its manifest records, so it is not "
+                    "a copy to trust: no checksums were written for it."
+                )
+            fmt.decode_file(data, shown)  # every frame must be a whole 4 MiB block
             sums[kind] = FileSums.of_file(data, shown)
             result["frames"] += len(sums[kind].frames)
             result["bytes"] += len(data)
@@ -78,9 +96,11 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
             result["action"] = "unchanged"
             result["record"] = manifest_record(made, existing)
         elif existing is not None and not rewrite:
-            raise FormatError(f"{store.shown}/{name} does not match the layer's files (they changed since "
-                              "it was written, or one is damaged); --rewrite replaces it if these files "
-                              "are the copy to trust.")
+            raise FormatError(
+                f"{store.shown}/{name} does not match the layer's files (they changed since "
+                "it was written, or one is damaged); --rewrite replaces it if these files "
+                "are the copy to trust."
+            )
         else:
             store.write_bytes(name, sidecar)
             result["action"] = "rewritten" if existing is not None else "written"
@@ -91,28 +111,49 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
     return result
 
 
-def write_checksums(url: str, storage_options: dict | None = None, *, rewrite: bool = False,
-                    threads: int | None = None, log=None) -> dict:
+def write_checksums(
+    url: str,
+    storage_options: dict | None = None,
+    *,
+    rewrite: bool = False,
+    threads: int | None = None,
+    log=None,
+) -> dict:
     """Write (or check) the sidecar of every layer at `url`; `log` gets a line per
     layer. Returns the report; report["passed"] is False if any layer failed."""
     started = time.perf_counter()
     store = Store(url, storage_options)
-    if {"http", "https"} & set(store.fs.protocol if isinstance(store.fs.protocol, tuple) else (store.fs.protocol,)):
-        raise UsageError(f"checksums writes files beside the layers, which {store.shown} cannot take: "
-                         "give the folder or the s3:// URL the files are served from.")
+    if {"http", "https"} & set(
+        store.fs.protocol if isinstance(store.fs.protocol, tuple) else (store.fs.protocol,)
+    ):
+        raise UsageError(
+            f"checksums writes files beside the layers, which {store.shown} cannot take: "
+            "give the folder or the s3:// URL the files are served from."
+        )
     manifest = find_tablebase(store)
     if manifest is not None and store.exists(LEASE):
         holder = read_json(store, LEASE)
         if stale_reason(holder) is None:
-            raise BestemsheError(f"a solve (pid {holder.get('pid')} on {holder.get('host')}) is writing to "
-                                 f"{store.shown}; run checksums after it ends.")
+            raise BestemsheError(
+                f"a solve (pid {holder.get('pid')} on {holder.get('host')}) is writing to "
+                f"{store.shown}; run checksums after it ends."
+            )
     layers = _layers(store, manifest)
     entries = (manifest or {}).get("layers", {})
     threads = threads or os.cpu_count() or 1
     results = []
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_one_layer, store, layer, kinds, entries.get(layer_name(*layer)) if manifest
-                               else None, rewrite) for layer, kinds in layers.items()]
+        futures = [
+            pool.submit(
+                _one_layer,
+                store,
+                layer,
+                kinds,
+                entries.get(layer_name(*layer)) if manifest else None,
+                rewrite,
+            )
+            for layer, kinds in layers.items()
+        ]
         for future in futures:
             result = future.result()
             results.append(result)
@@ -126,24 +167,38 @@ def write_checksums(url: str, storage_options: dict | None = None, *, rewrite: b
                 entry["checksums"] = result["record"]
                 changed = True
         if changed:
-            store.write_manifest(manifest)   # the entries now require their sidecars
+            store.write_manifest(manifest)  # the entries now require their sidecars
     failed = [r for r in results if r["fault"]]
-    return {"url": store.shown, "hash": HASH, "manifest": manifest is not None, "layers": results,
-            "written": sum(r["action"] in ("written", "rewritten") for r in results),
-            "unchanged": sum(r["action"] == "unchanged" for r in results), "failed": len(failed),
-            "passed": not failed, "seconds": round(time.perf_counter() - started, 3)}
+    return {
+        "url": store.shown,
+        "hash": HASH,
+        "manifest": manifest is not None,
+        "layers": results,
+        "written": sum(r["action"] in ("written", "rewritten") for r in results),
+        "unchanged": sum(r["action"] == "unchanged" for r in results),
+        "failed": len(failed),
+        "passed": not failed,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def line_of(result: dict) -> str:
     if result["fault"]:
         return f"layer {result['layer']}: FAILED: {result['fault']}"
-    what = {"written": "checksums written", "rewritten": "checksums rewritten",
-            "unchanged": "checksums already there and matching"}[result["action"]]
-    return (f"layer {result['layer']}: {what} ({result['files']} files, {result['frames']} blocks, "
-            f"{result['bytes']:,} bytes)")
+    what = {
+        "written": "checksums written",
+        "rewritten": "checksums rewritten",
+        "unchanged": "checksums already there and matching",
+    }[result["action"]]
+    return (
+        f"layer {result['layer']}: {what} ({result['files']} files, {result['frames']} blocks, "
+        f"{result['bytes']:,} bytes)"
+    )
 
 
 def format_checksums_report(report: dict) -> str:
-    return (f"{report['url']}: {len(report['layers'])} layers, {report['written']} written, "
-            f"{report['unchanged']} unchanged, {report['failed']} failed ({report['hash']}, "
-            f"{report['seconds']:.1f}s)" + ("" if report["passed"] else ": FAILED"))
+    return (
+        f"{report['url']}: {len(report['layers'])} layers, {report['written']} written, "
+        f"{report['unchanged']} unchanged, {report['failed']} failed ({report['hash']}, "
+        f"{report['seconds']:.1f}s)" + ("" if report["passed"] else ": FAILED")
+    )

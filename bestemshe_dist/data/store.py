@@ -4,6 +4,7 @@ The only module that does I/O. Publication is atomic: a layer file appears whole
 or not at all, and the manifest entry of a layer is written after its files.
 Private work files live under `.bestemshe/` beside the layers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,7 +22,6 @@ from ..naming import MANIFEST, TMP, WIN_FILE_GLOB, round_marker, tmp_file
 MANIFEST_FORMAT = "bestemshe-tablebase"
 
 
-
 def redact(url: str) -> str:
     """The URL without any user:password@ part, safe for logs and errors."""
     return re.sub(r"(?<=://)[^/@]*@", "***@", str(url))
@@ -32,12 +32,12 @@ def _reason(exc: BaseException) -> str:
     return text.rstrip(".")
 
 
-_READ = [0]      # bytes this process read from any store (what a round costs in I/O)
+_READ = [0]  # bytes this process read from any store (what a round costs in I/O)
 
 
 def _counted(data):
     if data is not None:
-        _READ[0] += len(data)   # a lost update under threads only blurs a statistic
+        _READ[0] += len(data)  # a lost update under threads only blurs a statistic
     return data
 
 
@@ -75,8 +75,7 @@ class Store:
             raise StoreError(f"cannot {what} {self.shown}/{name}: {missing}.") from None
         except PermissionError as exc:
             raise StoreError(
-                f"cannot {what} {self.shown}/{name}: access denied ({_reason(exc)}); "
-                "check the credentials."
+                f"cannot {what} {self.shown}/{name}: access denied ({_reason(exc)}); check the credentials."
             ) from None
         except Exception as exc:  # fsspec backends raise many kinds; one sentence each
             raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
@@ -175,15 +174,20 @@ class Store:
         held = manifest.get("synthetic")
         if held != synthetic:
             if synthetic is None:
-                raise StoreError(f"{self.shown} holds synthetic output (solve --synthetic-deps), which can "
-                                 "never be part of a real tablebase; choose another --out.")
+                raise StoreError(
+                    f"{self.shown} holds synthetic output (solve --synthetic-deps), which can "
+                    "never be part of a real tablebase; choose another --out."
+                )
             if held is None:
-                raise StoreError(f"{self.shown} holds a real tablebase, and synthetic output (solve "
-                                 "--synthetic-deps) may never be mixed into one; choose another --out.")
-            raise StoreError(f"{self.shown} holds synthetic output of another run (seed {held.get('seed')}, "
-                             f"{', '.join(held.get('pairs', []))}); choose another --out.")
+                raise StoreError(
+                    f"{self.shown} holds a real tablebase, and synthetic output (solve "
+                    "--synthetic-deps) may never be mixed into one; choose another --out."
+                )
+            raise StoreError(
+                f"{self.shown} holds synthetic output of another run (seed {held.get('seed')}, "
+                f"{', '.join(held.get('pairs', []))}); choose another --out."
+            )
         return manifest
-
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ class StoreJob:
     """What a worker task needs to reach a tablebase: where it is and its variant.
     Credentials travel in storage_options and stay out of repr; a solve's Job and a
     verification's VerifyJob add what their tasks need."""
+
     url: str
     variant: Variant
     storage_options: dict = field(default_factory=dict, repr=False, compare=False)
@@ -198,10 +203,12 @@ class StoreJob:
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
 
+
 def no_tablebase(store: Store) -> StoreError:
     """The one message every command gives for a URL that holds no tablebase."""
-    return StoreError(f"{store.shown} holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin "
-                      "files are there.")
+    return StoreError(
+        f"{store.shown} holds no tablebase: no manifest.json and no layer_<k1>_<k2>_win.bin files are there."
+    )
 
 
 def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
@@ -212,13 +219,14 @@ def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
     if store.local and not store.fs.isdir(store.root or "."):
         raise no_tablebase(store)
     manifest = store.read_manifest()
-    if manifest is None and store.listable:
-        if not store.list_names(WIN_FILE_GLOB):
-            raise no_tablebase(store)
+    if manifest is None and store.listable and not store.list_names(WIN_FILE_GLOB):
+        raise no_tablebase(store)
     if manifest is not None and manifest.get("synthetic") is not None and not allow_synthetic:
-        raise StoreError(f"{store.shown} holds synthetic output (solve --synthetic-deps, seed "
-                         f"{manifest['synthetic'].get('seed')}), not a tablebase: its values mean nothing, "
-                         "so it is never probed, verified or published.")
+        raise StoreError(
+            f"{store.shown} holds synthetic output (solve --synthetic-deps, seed "
+            f"{manifest['synthetic'].get('seed')}), not a tablebase: its values mean nothing, "
+            "so it is never probed, verified or published."
+        )
     return manifest
 
 

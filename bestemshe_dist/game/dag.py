@@ -5,24 +5,25 @@ solved together. A capture goes to a layer with more stones captured, so pairs
 are ordered by m = k1 + k2, largest first, and a pair depends on the layers its
 captures reach (SPEC.md, "Layers and their order").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..naming import layer_name, pair_key
 from .geometry import capture_targets, pair_layers
 from .variant import Variant
-from ..naming import layer_name, pair_key
 
 
 @dataclass(frozen=True)
 class PairPlan:
     a: int
-    b: int                       # a <= b
-    layers: tuple                # ((a, b), (b, a)) or ((a, a),)
-    layer_size: int              # positions in each layer of the pair
-    deps: tuple                  # layers reached by captures, sorted
-    dep_positions: int = 0       # positions in those layers
+    b: int  # a <= b
+    layers: tuple  # ((a, b), (b, a)) or ((a, a),)
+    layer_size: int  # positions in each layer of the pair
+    deps: tuple  # layers reached by captures, sorted
+    dep_positions: int = 0  # positions in those layers
 
     @property
     def key(self) -> str:
@@ -41,7 +42,7 @@ class PairPlan:
 class Plan:
     variant: Variant
     min_captured: int
-    pairs: tuple                 # in a valid solving order (largest m first)
+    pairs: tuple  # in a valid solving order (largest m first)
 
     @property
     def layers(self) -> list:
@@ -77,9 +78,7 @@ class Plan:
         ]
         for p in self.pairs:
             deps = " ".join(layer_name(*d) for d in p.deps) or "-"
-            lines.append(
-                f"{p.captured:3d}  {p.key:<12} {p.layer_size:12,d} {p.positions:10,d}  {deps}"
-            )
+            lines.append(f"{p.captured:3d}  {p.key:<12} {p.layer_size:12,d} {p.positions:10,d}  {deps}")
         return "\n".join(lines)
 
 
@@ -87,8 +86,7 @@ def make_plan(variant: Variant, min_captured: int = 0) -> Plan:
     top = 2 * (variant.win_kazan - 2)
     if min_captured < 0 or min_captured > top:
         raise UsageError(
-            f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, "
-            f"not {min_captured}."
+            f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, not {min_captured}."
         )
     pairs = []
     for m in range(top, min_captured - 1, -1):
@@ -106,8 +104,7 @@ def pair_plan(variant: Variant, a: int, b: int) -> PairPlan:
         variant.check_layer(k, 0)
     layers = tuple(pair_layers(a, b))
     deps = tuple(sorted({t for layer in layers for t in capture_targets(variant, *layer)}))
-    return PairPlan(a, b, layers, variant.layer_size(a, b), deps,
-                    sum(variant.layer_size(*d) for d in deps))
+    return PairPlan(a, b, layers, variant.layer_size(a, b), deps, sum(variant.layer_size(*d) for d in deps))
 
 
 def single_pair_plan(variant: Variant, a: int, b: int) -> Plan:

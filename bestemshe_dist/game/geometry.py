@@ -3,6 +3,7 @@
 Pure Python, no numpy: the plan, the status command and the kernels' callers
 all ask these questions, and the plan must stay importable without numba.
 """
+
 from __future__ import annotations
 
 from .variant import Variant

@@ -3,6 +3,7 @@
 Parsing and validation for users (the oracle's API, `probe`, `play`): every fault
 is a UsageError whose one sentence names the number at fault and why.
 """
+
 from __future__ import annotations
 
 import re
@@ -77,7 +78,7 @@ class Position:
 
     # -- constructors ---------------------------------------------------------------
     @classmethod
-    def parse(cls, values, variant: Variant = Variant()) -> "Position":
+    def parse(cls, values, variant: Variant = Variant()) -> Position:
         """From text ("0 0 5 5 ...", commas allowed) or a sequence of numbers or strings."""
         if isinstance(values, Position):
             if values.variant != variant:
@@ -89,11 +90,16 @@ class Position:
         if isinstance(values, str):
             values = [values]
         elif not isinstance(values, (list, tuple, np.ndarray)):
-            raise UsageError(f"position: give it as text or a list of numbers ({_shape(variant)}), "
-                             f"not {type(values).__name__}.")
+            raise UsageError(
+                f"position: give it as text or a list of numbers ({_shape(variant)}), "
+                f"not {type(values).__name__}."
+            )
         # Text splits at spaces and commas, so "0 0 5 ..." works as one argument or many.
-        values = [piece for value in values
-                  for piece in (value.replace(",", " ").split() if isinstance(value, str) else [value])]
+        values = [
+            piece
+            for value in values
+            for piece in (value.replace(",", " ").split() if isinstance(value, str) else [value])
+        ]
         if len(values) != 2 + variant.board:
             raise UsageError(
                 f"position: expected {2 + variant.board} numbers ({_shape(variant)}) for the game of "
@@ -102,7 +108,7 @@ class Position:
         return cls(values[0], values[1], tuple(values[2:]), variant)
 
     @classmethod
-    def start(cls, variant: Variant = Variant()) -> "Position":
+    def start(cls, variant: Variant = Variant()) -> Position:
         """Every pit holds the same number of stones, both kazans empty (5 each for 50/5)."""
         each, rest = divmod(variant.stones, variant.board)
         if rest:
@@ -113,7 +119,7 @@ class Position:
         return cls(0, 0, (each,) * variant.board, variant)
 
     @classmethod
-    def from_rank(cls, variant: Variant, k1: int, k2: int, index: int) -> "Position":
+    def from_rank(cls, variant: Variant, k1: int, k2: int, index: int) -> Position:
         board = np.empty(variant.board, np.int64)
         rules.unrank(int(index), variant.board_stones(k1, k2), variant.binom, board)
         return cls(k1, k2, tuple(int(x) for x in board), variant)
@@ -166,8 +172,10 @@ def random_symmetric(variant: Variant, layer: tuple, rng) -> Position:
     alone); the side to move always has a move. `rng`: a numpy Generator."""
     ways = symmetric_halves(variant, layer)
     if ways == 0:
-        raise UsageError(f"layer {layer[0]}_{layer[1]} has no symmetric position "
-                         "(it needs equal kazans and an even number of stones on the board).")
+        raise UsageError(
+            f"layer {layer[0]}_{layer[1]} has no symmetric position "
+            "(it needs equal kazans and an even number of stones on the board)."
+        )
     half = variant.board_stones(*layer) // 2
     row = np.empty(variant.pits, np.int64)
     pits = []

@@ -10,15 +10,16 @@ A board is an int64 array of n = 2 * pits counts, written from the side to move
 
 so `binom` is Variant.binom (binom[x, k] = C(x, k)).
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
 # Outcomes of sow_and_capture, beside the capture count.
-MOVE_EMPTY = -1     # the chosen pit holds no stone: not a legal move
-MOVE_WIN = 1        # the mover wins at once (opponent row empty, or kazan >= win_kazan)
-MOVE_ON = 0         # the game goes on: the opponent is to move in the child
+MOVE_EMPTY = -1  # the chosen pit holds no stone: not a legal move
+MOVE_WIN = 1  # the mover wins at once (opponent row empty, or kazan >= win_kazan)
+MOVE_ON = 0  # the game goes on: the opponent is to move in the child
 
 
 @njit(cache=True, nogil=True)
@@ -97,7 +98,7 @@ def sow_and_capture(board, pit, pits, k1, win_kazan, after):
         after[j] = board[j]
     if s == 1:
         after[pit] = 0
-        last = pit + 1          # pit < pits, so no wrap
+        last = pit + 1  # pit < pits, so no wrap
         after[last] += 1
     else:
         laps = (s - 1) // n

@@ -1,4 +1,5 @@
 """A game variant (stones, pits per side) and the numbers derived from it (SPEC.md)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,9 +27,7 @@ class Variant:
         object.__setattr__(self, "stones", int(self.stones))
         object.__setattr__(self, "pits", int(self.pits))
         if self.stones < 2 or self.stones % 2 or self.stones > MAX_STONES:
-            raise UsageError(
-                f"--stones must be an even number from 2 to {MAX_STONES}, not {self.stones}."
-            )
+            raise UsageError(f"--stones must be an even number from 2 to {MAX_STONES}, not {self.stones}.")
         if not 1 <= self.pits <= 5:
             raise UsageError(f"--pits must be from 1 to 5, not {self.pits}.")
 

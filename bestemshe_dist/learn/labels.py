@@ -7,6 +7,7 @@ no probe goes through the block reader per position.
 Values are 1 (win), 0 (draw) and -1 (loss) for the side to move, as
 Tablebase.probe_many gives them; ILLEGAL marks an empty pit's move.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,14 +26,28 @@ _VALUE_OF_CODE = np.array([0, 1, -1, 0], np.int8)
 assert (kernels.UNKNOWN, kernels.WIN, kernels.LOSS) == (0, 1, 2)
 
 
-GROUP = 32      # positions whose children are asked for before any is read (see label_ranks)
+GROUP = 32  # positions whose children are asked for before any is read (see label_ranks)
 _WIN_AT_ONCE = -1
 _EMPTY = -2
 
 
 @njit(cache=True, nogil=True)
-def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start, binom, value_of_code,
-                boards, value, after):
+def label_ranks(
+    pits,
+    win_kazan,
+    k1,
+    stones,
+    ranks,
+    own,
+    other,
+    deps,
+    dep_start,
+    binom,
+    value_of_code,
+    boards,
+    value,
+    after,
+):
     """For each rank of layer (k1, .): its board, its value (own codes) and each
     move's value for the mover: a win at once, else the child's value (in the
     partner layer `other`, or after a capture in `deps` from dep_start) flipped;
@@ -44,7 +59,7 @@ def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start,
     against 0.25 us with the reads in flight (benchmarks in the closing note of
     issue 17)."""
     board = np.empty(2 * pits, np.int64)
-    kids = np.empty((GROUP, pits), np.int64)      # child index, or _WIN_AT_ONCE / _EMPTY
+    kids = np.empty((GROUP, pits), np.int64)  # child index, or _WIN_AT_ONCE / _EMPTY
     in_deps = np.zeros((GROUP, pits), np.bool_)
     for first in range(0, ranks.shape[0], GROUP):
         last = min(first + GROUP, ranks.shape[0])
@@ -56,7 +71,9 @@ def label_ranks(pits, win_kazan, k1, stones, ranks, own, other, deps, dep_start,
             prefetch(own, r >> 5)
             opponent = kernels.opponent_stones(board, pits)
             for pit in range(pits):
-                outcome, captured, laps, rest, keep, lands = landing(board, opponent, pit, pits, k1, win_kazan)
+                outcome, captured, laps, rest, keep, lands = landing(
+                    board, opponent, pit, pits, k1, win_kazan
+                )
                 if outcome == MOVE_EMPTY:
                     kids[i - first, pit] = _EMPTY
                 elif outcome == MOVE_WIN:
@@ -93,7 +110,9 @@ def pair_codes(load, variant: Variant, a: int, b: int) -> dict:
     layers = pair_layers(a, b)
     needed = set(layers) | {t for layer in layers for t in capture_targets(variant, *layer)}
     codes = {layer: load(layer) for layer in sorted(needed)}
-    return {layer: (codes[layer], codes[partner(layer)], *dep_bundle(variant, *layer, codes)) for layer in layers}
+    return {
+        layer: (codes[layer], codes[partner(layer)], *dep_bundle(variant, *layer, codes)) for layer in layers
+    }
 
 
 def label_layer(variant: Variant, layer: tuple, bundle: tuple, ranks: np.ndarray) -> tuple:
@@ -104,14 +123,28 @@ def label_layer(variant: Variant, layer: tuple, bundle: tuple, ranks: np.ndarray
     value = np.empty(n, np.int8)
     after = np.empty((n, variant.pits), np.int8)
     own, other, deps, dep_start = bundle
-    label_ranks(variant.pits, variant.win_kazan, k1, variant.board_stones(k1, k2),
-                np.ascontiguousarray(ranks, np.int64), own, other, deps, dep_start, variant.binom, _VALUE_OF_CODE,
-                boards, value, after)
+    label_ranks(
+        variant.pits,
+        variant.win_kazan,
+        k1,
+        variant.board_stones(k1, k2),
+        np.ascontiguousarray(ranks, np.int64),
+        own,
+        other,
+        deps,
+        dep_start,
+        variant.binom,
+        _VALUE_OF_CODE,
+        boards,
+        value,
+        after,
+    )
     return boards, value, after
 
 
-def draw_ranks(variant: Variant, layer: tuple, bundle: tuple, count: int, rng: np.random.Generator,
-               with_no_move: bool) -> tuple:
+def draw_ranks(
+    variant: Variant, layer: tuple, bundle: tuple, count: int, rng: np.random.Generator, with_no_move: bool
+) -> tuple:
     """`count` positions of `layer` drawn uniformly (among those with a move unless
     `with_no_move`): (ranks, boards, value, after). A position with no move is
     drawn again from the same generator, so the draw depends on the seed only."""

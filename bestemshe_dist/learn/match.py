@@ -22,6 +22,7 @@ Games run in lockstep within a task, so a model sees all its positions of a
 step as one batch; tasks (a chunk of starts each) run on Dask. The random
 choices come from generators seeded (seed, chunk): the same seed, the same games.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -48,7 +49,7 @@ class PolicyError(BestemsheError):
 
 # -- policies ---------------------------------------------------------------------------
 def _legal(rows: np.ndarray, pits: int) -> np.ndarray:
-    return rows[:, 2:2 + pits] > 0
+    return rows[:, 2 : 2 + pits] > 0
 
 
 def random_policy(rows, rng, variant, tb):
@@ -76,8 +77,10 @@ def _moves(variant: Variant, row) -> list:
 def greedy_policy(rows, rng, variant, tb):
     picks = np.empty(rows.shape[0], np.int64)
     for i, row in enumerate(rows):
-        scored = [(WIN_SCORE if outcome == MOVE_WIN else captured, pit) for pit, outcome, captured, _ in
-                  _moves(variant, row)]
+        scored = [
+            (WIN_SCORE if outcome == MOVE_WIN else captured, pit)
+            for pit, outcome, captured, _ in _moves(variant, row)
+        ]
         best = max(s for s, _ in scored)
         ties = [pit for s, pit in scored if s == best]
         picks[i] = ties[int(rng.integers(len(ties)))]
@@ -88,11 +91,11 @@ def _negamax(variant: Variant, row, depth: int) -> int:
     """The kazan difference for the side to move after `depth` plies of best play."""
     moves = _moves(variant, row)
     if not moves:
-        return -WIN_SCORE                      # no stone to sow: lost
+        return -WIN_SCORE  # no stone to sow: lost
     if depth == 0:
         return int(row[0]) - int(row[1])
     best = -WIN_SCORE - 1
-    for pit, outcome, captured, child in moves:
+    for _pit, outcome, _captured, child in moves:
         score = WIN_SCORE if outcome == MOVE_WIN else -_negamax(variant, child, depth - 1)
         best = max(best, score)
     return best
@@ -102,12 +105,15 @@ def minimax_policy(depth: int):
     def policy(rows, rng, variant, tb):
         picks = np.empty(rows.shape[0], np.int64)
         for i, row in enumerate(rows):
-            scored = [(WIN_SCORE if outcome == MOVE_WIN else -_negamax(variant, child, depth - 1), pit)
-                      for pit, outcome, captured, child in _moves(variant, row)]
+            scored = [
+                (WIN_SCORE if outcome == MOVE_WIN else -_negamax(variant, child, depth - 1), pit)
+                for pit, outcome, captured, child in _moves(variant, row)
+            ]
             best = max(s for s, _ in scored)
             ties = [pit for s, pit in scored if s == best]
             picks[i] = ties[int(rng.integers(len(ties)))]
         return picks
+
     return policy
 
 
@@ -137,11 +143,15 @@ def load_policy(spec):
         except ValueError:
             depth = 0
         if not 1 <= depth <= 8:
-            raise UsageError(f"--policy minimax:D takes a depth D from 1 to 8, not {spec.split(':', 1)[1]!r}.")
+            raise UsageError(
+                f"--policy minimax:D takes a depth D from 1 to 8, not {spec.split(':', 1)[1]!r}."
+            )
         return minimax_policy(depth)
     module, sep, name = spec.partition(":")
     if not sep or not module or not name:
-        raise UsageError(f"--policy must be random, greedy, minimax:D, oracle or module:function, not {spec!r}.")
+        raise UsageError(
+            f"--policy must be random, greedy, minimax:D, oracle or module:function, not {spec!r}."
+        )
     try:
         found = getattr(importlib.import_module(module), name)
     except ImportError as exc:
@@ -153,6 +163,7 @@ def load_policy(spec):
 
     def external(rows, rng, variant, tb):
         return found(rows.copy())
+
     return external
 
 
@@ -165,15 +176,18 @@ def checked_pits(spec, got, rows: np.ndarray, variant: Variant) -> np.ndarray:
         pits = None
     if pits is None or pits.shape != (rows.shape[0],) or not np.issubdtype(pits.dtype, np.integer):
         shape = getattr(pits, "shape", None)
-        raise PolicyError(f"policy {spec} must return {rows.shape[0]} whole numbers (pits 0..{variant.pits - 1}) "
-                          f"for {rows.shape[0]} positions, not {type(got).__name__} of shape {shape}.")
+        raise PolicyError(
+            f"policy {spec} must return {rows.shape[0]} whole numbers (pits 0..{variant.pits - 1}) "
+            f"for {rows.shape[0]} positions, not {type(got).__name__} of shape {shape}."
+        )
     pits = pits.astype(np.int64)
     for i, pit in enumerate(pits.tolist()):
         if not 0 <= pit < variant.pits or rows[i, 2 + pit] == 0:
             where = " ".join(str(int(x)) for x in rows[i])
             what = "out of range" if not 0 <= pit < variant.pits else "empty"
-            raise PolicyError(f"policy {spec} chose pit index {pit} for position {where}, which is {what}: "
-                              "an illegal move.")
+            raise PolicyError(
+                f"policy {spec} chose pit index {pit} for position {where}, which is {what}: an illegal move."
+            )
     return pits
 
 
@@ -183,8 +197,10 @@ def symmetric_starts(variant: Variant, held, count: int, seed: int) -> list:
     of the held layers, uniform over all such positions."""
     layers = sorted(l for l in held if symmetric_halves(variant, l))
     if not layers:
-        raise UsageError("the tablebase holds no layer with equal kazans and an even number of stones on the "
-                         "board: no symmetric start.")
+        raise UsageError(
+            "the tablebase holds no layer with equal kazans and an even number of stones on the "
+            "board: no symmetric start."
+        )
     ways = np.array([symmetric_halves(variant, l) for l in layers], np.float64) ** 2
     rng = np.random.default_rng([seed, 0x57A27])
     picks = rng.choice(len(layers), size=count, p=ways / ways.sum())
@@ -201,22 +217,33 @@ def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int)
     for start in starts:
         start_value = tb.probe(start).value
         for policy_first in (True, False):
-            games.append({"start": str(start), "layer": layer_name(*start.layer), "policy_first": policy_first,
-                          "theory": start_value if policy_first else FLIP[start_value], "pos": start,
-                          "policy_to_move": policy_first, "plies": 0, "moves": 0, "kept": 0, "lost": 0,
-                          "result": None})
+            games.append(
+                {
+                    "start": str(start),
+                    "layer": layer_name(*start.layer),
+                    "policy_first": policy_first,
+                    "theory": start_value if policy_first else FLIP[start_value],
+                    "pos": start,
+                    "policy_to_move": policy_first,
+                    "plies": 0,
+                    "moves": 0,
+                    "kept": 0,
+                    "lost": 0,
+                    "result": None,
+                }
+            )
     while True:
         live = [g for g in games if g["result"] is None]
         if not live:
             break
         for g in live:
             if g["plies"] >= plies:
-                g["result"] = "draw"        # the protocol's limit: a draw
+                g["result"] = "draw"  # the protocol's limit: a draw
         turn = [g for g in live if g["result"] is None and g["policy_to_move"]]
         found = {id(g): tb.analyse(g["pos"]) for g in turn}
         for g in turn:
             if not found[id(g)].moves:
-                g["result"] = "loss"        # the policy's side has no stone to sow
+                g["result"] = "loss"  # the policy's side has no stone to sow
         turn = [g for g in turn if g["result"] is None]
         if turn:
             rows = np.array([[g["pos"].k1, g["pos"].k2, *g["pos"].pits] for g in turn], np.int64)
@@ -225,7 +252,9 @@ def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int)
             except PolicyError:
                 raise
             except Exception as exc:
-                raise PolicyError(f"policy {policy_name(policy_spec)} failed: {type(exc).__name__}: {exc}") from None
+                raise PolicyError(
+                    f"policy {policy_name(policy_spec)} failed: {type(exc).__name__}: {exc}"
+                ) from None
             pits = checked_pits(policy_spec, got, rows, variant)
             for g, pit in zip(turn, pits.tolist()):
                 analysis = found[id(g)]
@@ -237,7 +266,7 @@ def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int)
         for g in [g for g in live if g["result"] is None and not g["policy_to_move"]]:
             choice = tb.best_move(g["pos"])
             if choice is None:
-                g["result"] = "win"         # the oracle has no stone to sow
+                g["result"] = "win"  # the oracle has no stone to sow
                 continue
             _advance(g, choice.move, policy_won=False)
     for g in games:
@@ -254,31 +283,46 @@ def _advance(game: dict, move, policy_won: bool) -> None:
         game["policy_to_move"] = not game["policy_to_move"]
 
 
-def play_chunk_task(url: str, options: dict, policy_spec: str, starts: list, seed: int, chunk: int,
-                    plies: int) -> list:
+def play_chunk_task(
+    url: str, options: dict, policy_spec: str, starts: list, seed: int, chunk: int, plies: int
+) -> list:
     tb = Tablebase.open(url, options)
     return play_chunk(tb, policy_spec, [tb.position(s) for s in starts], seed, chunk, plies)
 
 
-def match(client, tb, url: str, options: dict, policy_spec, *, starts: int, plies: int = DEFAULT_PLIES,
-          seed: int = 0) -> dict:
+def match(
+    client,
+    tb,
+    url: str,
+    options: dict,
+    policy_spec,
+    *,
+    starts: int,
+    plies: int = DEFAULT_PLIES,
+    seed: int = 0,
+) -> dict:
     """Play the match on Dask (client) or in this process (client None); the report.
     policy_spec: a name (see the module doc) or, in this process, a callable."""
-    load_policy(policy_spec)                     # a bad name stops here, before a task starts
+    load_policy(policy_spec)  # a bad name stops here, before a task starts
     if starts < 1:
         raise UsageError(f"--starts must be at least 1, not {starts}.")
     held = tb.layers()
     if held is None:
         raise UsageError(f"{tb.url} cannot be listed and has no manifest: match needs to know its layers.")
     chosen = symmetric_starts(tb.variant, held, starts, seed)
-    chunks = [[str(p) for p in chosen[i:i + CHUNK_STARTS]] for i in range(0, len(chosen), CHUNK_STARTS)]
+    chunks = [[str(p) for p in chosen[i : i + CHUNK_STARTS]] for i in range(0, len(chosen), CHUNK_STARTS)]
     begin = time.perf_counter()
     if client is None:
-        games = [g for i, c in enumerate(chunks) for g in play_chunk(tb, policy_spec, [tb.position(s) for s in c],
-                                                                      seed, i, plies)]
+        games = [
+            g
+            for i, c in enumerate(chunks)
+            for g in play_chunk(tb, policy_spec, [tb.position(s) for s in c], seed, i, plies)
+        ]
     else:
-        futures = [client.submit(play_chunk_task, url, options, policy_spec, c, seed, i, plies, pure=False)
-                   for i, c in enumerate(chunks)]
+        futures = [
+            client.submit(play_chunk_task, url, options, policy_spec, c, seed, i, plies, pure=False)
+            for i, c in enumerate(chunks)
+        ]
         games = [g for chunk in client.gather(futures) for g in chunk]
     report = score(games, policy_name(policy_spec), starts=starts, plies=plies, seed=seed, source=tb.url)
     report["wall_seconds"] = round(time.perf_counter() - begin, 3)
@@ -291,19 +335,31 @@ def score(games: list, policy_spec: str, **settings) -> dict:
         kept = sum(g["kept"] for g in group)
         eligible = [g for g in group if g["theory"] in ("win", "draw")]
         below = [g for g in eligible if NUMBER_OF[g["result"]] < NUMBER_OF[g["theory"]]]
-        return {"games": len(group), "policy_moves": moves, "kept": kept,
-                "kept_rate": None if moves == 0 else kept / moves, "value_losing": sum(g["lost"] for g in group),
-                "games_won_or_drawn_at_start": len(eligible), "games_below_theory": len(below),
-                "results": {r: sum(g["result"] == r for g in group) for r in ("win", "draw", "loss")},
-                "policy_moves_per_game": moves / len(group) if group else 0.0}
+        return {
+            "games": len(group),
+            "policy_moves": moves,
+            "kept": kept,
+            "kept_rate": None if moves == 0 else kept / moves,
+            "value_losing": sum(g["lost"] for g in group),
+            "games_won_or_drawn_at_start": len(eligible),
+            "games_below_theory": len(below),
+            "results": {r: sum(g["result"] == r for g in group) for r in ("win", "draw", "loss")},
+            "policy_moves_per_game": moves / len(group) if group else 0.0,
+        }
+
     layers = sorted({g["layer"] for g in games}, key=lambda n: tuple(map(int, n.split("_"))))
-    return {"policy": policy_spec, **settings, **tally(games),
-            "by_layer": [{"layer": name, **tally([g for g in games if g["layer"] == name])} for name in layers]}
+    return {
+        "policy": policy_spec,
+        **settings,
+        **tally(games),
+        "by_layer": [{"layer": name, **tally([g for g in games if g["layer"] == name])} for name in layers],
+    }
 
 
 def format_match(report: dict) -> str:
     def rate(r):
         return "n/a" if r is None else f"{100 * r:.2f}%"
+
     lines = [
         f"match: policy {report['policy']} against the oracle of {report['source']}: {report['starts']} symmetric "
         f"starts, each played twice (colours swapped), at most {report['plies']} plies, seed {report['seed']}",
@@ -317,6 +373,8 @@ def format_match(report: dict) -> str:
         "by start layer:",
     ]
     for row in report["by_layer"]:
-        lines.append(f"  {row['layer']:>6}  {row['games']:>5} games  {rate(row['kept_rate']):>8} kept  "
-                     f"{row['value_losing']:>5} losing  {row['games_below_theory']:>4} below theory")
+        lines.append(
+            f"  {row['layer']:>6}  {row['games']:>5} games  {rate(row['kept_rate']):>8} kept  "
+            f"{row['value_losing']:>5} losing  {row['games_below_theory']:>4} below theory"
+        )
     return "\n".join(lines)

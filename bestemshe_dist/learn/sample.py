@@ -18,6 +18,7 @@ The card: dataset.json (settings, source, command line, columns, per-shard and
 total counts) and README.md (the same for people), written at the start (so a
 rerun can check its settings) and again complete at the end.
 """
+
 from __future__ import annotations
 
 import io
@@ -33,14 +34,22 @@ from ..data.cache import OnceCache, worker_memory_budget
 from ..errors import UsageError
 from ..game.geometry import pair_layers
 from ..game.variant import Variant
-from ..naming import SAMPLE_CARD, SAMPLE_README, SHARD_GLOB, layer_name, parse_shard_file, sample_key, shard_file
+from ..naming import (
+    SAMPLE_CARD,
+    SAMPLE_README,
+    SHARD_GLOB,
+    layer_name,
+    parse_shard_file,
+    sample_key,
+    shard_file,
+)
 from ..oracle.tablebase import VALUE_OF, Tablebase
 from .labels import ILLEGAL, draw_ranks, pair_codes, positions_with_a_move
 
 FORMAT = "bestemshe-dist sample 1"
 WEIGHTS = ("uniform", "layer")
 DEFAULT_SHARD_POSITIONS = 1_000_000
-READ_CACHE_BYTES = 64 * 2**20     # a task reads whole layers once; blocks need not stay cached
+READ_CACHE_BYTES = 64 * 2**20  # a task reads whole layers once; blocks need not stay cached
 # Shards labelled at once: their labels (about 35 bytes a position) sit in the
 # workers' memory until written, so a sample of any size holds at most this many.
 WAVE_POSITIONS = 20_000_000
@@ -50,7 +59,7 @@ WAVE_POSITIONS = 20_000_000
 class SampleSpec:
     """What a sample is; two runs with equal specs write the same shards."""
 
-    source: str                 # the tablebase, credentials removed
+    source: str  # the tablebase, credentials removed
     stones: int
     pits: int
     positions: int
@@ -59,8 +68,8 @@ class SampleSpec:
     min_captured: int
     weights: str
     with_no_move: bool
-    layers: tuple               # ((k1, k2), ...) sorted
-    distances: bool             # some layer has a distance table: a dtz column
+    layers: tuple  # ((k1, k2), ...) sorted
+    distances: bool  # some layer has a distance table: a dtz column
 
     @property
     def variant(self) -> Variant:
@@ -105,8 +114,10 @@ def columns(variant: Variant, distances: bool) -> dict:
         out[f"p{j}"] = f"stones in {side} pit {j % variant.pits + 1} from its left (int8)"
     out["value"] = "value for the side to move: 1 win, 0 draw, -1 loss (int8)"
     if distances:
-        out["dtz"] = ("plies to the next capture or the end under best play (int16); null for a draw "
-                      "or a layer without a distance table")
+        out["dtz"] = (
+            "plies to the next capture or the end under best play (int16); null for a draw "
+            "or a layer without a distance table"
+        )
     for p in range(variant.pits):
         out[f"legal_{p}"] = f"pit {p + 1} (index {p}) holds stones (bool)"
         out[f"after_{p}"] = f"the value pit {p + 1}'s move leaves the mover: 1, 0, -1; null if illegal (int8)"
@@ -119,20 +130,25 @@ def columns(variant: Variant, distances: bool) -> dict:
 class Labels(NamedTuple):
     """Labelled positions, a row each: what a pair task makes and a shard is built of."""
 
-    kazans: np.ndarray      # (N, 2) int8
-    boards: np.ndarray      # (N, board) int8
-    value: np.ndarray       # (N,) int8: 1, 0, -1 for the side to move
-    dtz: np.ndarray         # (N,) int16, -1: none
-    after: np.ndarray       # (N, pits) int8: the move's value for the mover, ILLEGAL for an empty pit
+    kazans: np.ndarray  # (N, 2) int8
+    boards: np.ndarray  # (N, board) int8
+    value: np.ndarray  # (N,) int8: 1, 0, -1 for the side to move
+    dtz: np.ndarray  # (N,) int16, -1: none
+    after: np.ndarray  # (N, pits) int8: the move's value for the mover, ILLEGAL for an empty pit
 
     @classmethod
-    def join(cls, parts: list, v: Variant) -> "Labels":
+    def join(cls, parts: list, v: Variant) -> Labels:
         if not parts:
-            return cls(np.zeros((0, 2), np.int8), np.zeros((0, v.board), np.int8), np.zeros(0, np.int8),
-                       np.zeros(0, np.int16), np.zeros((0, v.pits), np.int8))
+            return cls(
+                np.zeros((0, 2), np.int8),
+                np.zeros((0, v.board), np.int8),
+                np.zeros(0, np.int8),
+                np.zeros(0, np.int16),
+                np.zeros((0, v.pits), np.int8),
+            )
         return cls(*(np.concatenate(field) for field in zip(*parts)))
 
-    def take(self, order: np.ndarray) -> "Labels":
+    def take(self, order: np.ndarray) -> Labels:
         return Labels(*(field[order] for field in self))
 
     def counts(self) -> dict:
@@ -157,7 +173,7 @@ def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shar
             count = int(counts[index[layer]])
             if count == 0:
                 continue
-            if bundle is None:      # loaded once, and only if a shard needs this pair
+            if bundle is None:  # loaded once, and only if a shard needs this pair
                 bundle = pair_codes(lambda l: _layer_codes(tb, url, l), v, *pair)
             rng = np.random.default_rng([spec.seed, shard, *layer])
             ranks, boards, value, after = draw_ranks(v, layer, bundle[layer], count, rng, spec.with_no_move)
@@ -183,11 +199,12 @@ _CODES = OnceCache(worker_memory_budget, keep_newest=True)
 
 def _layer_codes(tb, url: str, layer: tuple) -> np.ndarray:
     entry = ((tb.manifest or {}).get("layers") or {}).get(layer_name(*layer)) or {}
-    identity = (entry.get("sha256") or {}).get("win")     # a layer solved again is another key
+    identity = (entry.get("sha256") or {}).get("win")  # a layer solved again is another key
 
     def load():
         codes = tb.reader.codes(*layer, tb.variant.layer_size(*layer))
         return codes, codes.nbytes
+
     return _CODES.get((url, layer, identity), load)
 
 
@@ -246,13 +263,25 @@ def shard_counts(store, name: str) -> dict:
 
     value = pq.read_table(io.BytesIO(store.read_bytes(name)), columns=["value"])["value"].to_numpy()
     index, _ = parse_shard_file(name)
-    return {"shard": index, "name": name, "rows": int(value.shape[0]),
-            **{name: int((value == x).sum()) for x, name in VALUE_OF.items()}}
+    return {
+        "shard": index,
+        "name": name,
+        "rows": int(value.shape[0]),
+        **{name: int((value == x).sum()) for x, name in VALUE_OF.items()},
+    }
 
 
 # -- the driver ----------------------------------------------------------------------------
-def plan_sample(tb, *, positions: int, seed: int, shard_positions: int, min_captured: int, weights: str,
-                with_no_move: bool) -> SampleSpec:
+def plan_sample(
+    tb,
+    *,
+    positions: int,
+    seed: int,
+    shard_positions: int,
+    min_captured: int,
+    weights: str,
+    with_no_move: bool,
+) -> SampleSpec:
     """The spec for a tablebase and the settings; bad settings are one sentence."""
     if positions < 1:
         raise UsageError(f"--positions must be at least 1, not {positions}.")
@@ -261,20 +290,34 @@ def plan_sample(tb, *, positions: int, seed: int, shard_positions: int, min_capt
     if weights not in WEIGHTS:
         raise UsageError(f"--weights must be one of {', '.join(WEIGHTS)}, not {weights!r}.")
     if -(-positions // shard_positions) > 99_999:
-        raise UsageError(f"{positions:,} positions in shards of {shard_positions:,} make more than 99,999 shards; "
-                         "raise --shard-positions.")
+        raise UsageError(
+            f"{positions:,} positions in shards of {shard_positions:,} make more than 99,999 shards; "
+            "raise --shard-positions."
+        )
     held = tb.layers()
     if held is None:
         raise UsageError(f"{tb.url} cannot be listed and has no manifest: sample needs to know its layers.")
     v = tb.variant
-    layers = tuple(sorted(l for l in held if sum(l) >= min_captured
-                          and (with_no_move or positions_with_a_move(v, l) > 0)))
+    layers = tuple(
+        sorted(
+            l for l in held if sum(l) >= min_captured and (with_no_move or positions_with_a_move(v, l) > 0)
+        )
+    )
     if not layers:
         raise UsageError(f"{tb.url} holds no layer with k1 + k2 >= {min_captured}.")
-    return SampleSpec(source=tb.url, stones=v.stones, pits=v.pits, positions=positions, seed=seed,
-                      shard_positions=shard_positions, min_captured=min_captured, weights=weights,
-                      with_no_move=with_no_move, layers=layers,
-                      distances=any(tb.has_distances(*l) for l in layers))
+    return SampleSpec(
+        source=tb.url,
+        stones=v.stones,
+        pits=v.pits,
+        positions=positions,
+        seed=seed,
+        shard_positions=shard_positions,
+        min_captured=min_captured,
+        weights=weights,
+        with_no_move=with_no_move,
+        layers=layers,
+        distances=any(tb.has_distances(*l) for l in layers),
+    )
 
 
 def check_out(store, spec: SampleSpec) -> list:
@@ -285,12 +328,16 @@ def check_out(store, spec: SampleSpec) -> list:
         try:
             old = json.loads(raw)["spec"]
         except (ValueError, KeyError, TypeError):
-            raise UsageError(f"{store.shown}/{SAMPLE_CARD} is no sample card; choose another --out.") from None
-        now = json.loads(json.dumps(spec.as_card()))      # as the card stores it (tuples as lists)
+            raise UsageError(
+                f"{store.shown}/{SAMPLE_CARD} is no sample card; choose another --out."
+            ) from None
+        now = json.loads(json.dumps(spec.as_card()))  # as the card stores it (tuples as lists)
         if old != now:
             changed = sorted(k for k in now if old.get(k) != now[k])
-            raise UsageError(f"{store.shown} holds a sample made with other settings ({', '.join(changed)}); "
-                             "rerun with those, or choose another --out.")
+            raise UsageError(
+                f"{store.shown} holds a sample made with other settings ({', '.join(changed)}); "
+                "rerun with those, or choose another --out."
+            )
     written = []
     for name in store.list_names(SHARD_GLOB):
         parsed = parse_shard_file(name)
@@ -299,8 +346,17 @@ def check_out(store, spec: SampleSpec) -> list:
     return sorted(written)
 
 
-def sample(client, url: str, options: dict, out_url: str, out_options: dict, spec: SampleSpec, *,
-           command: str, log=print) -> dict:
+def sample(
+    client,
+    url: str,
+    options: dict,
+    out_url: str,
+    out_options: dict,
+    spec: SampleSpec,
+    *,
+    command: str,
+    log=print,
+) -> dict:
     """Write the shards `out_url` lacks, then the card; returns the card."""
     from distributed import as_completed
 
@@ -311,23 +367,48 @@ def sample(client, url: str, options: dict, out_url: str, out_options: dict, spe
     missing = [i for i in range(spec.shards) if i not in done]
     card = {"format": FORMAT, "spec": spec.as_card(), "command": command, "complete": False}
     store.write_bytes(SAMPLE_CARD, json.dumps(card, indent=1).encode())
-    log(f"sample: {spec.positions:,} positions of {len(spec.layers)} layers of {spec.source} in {spec.shards} "
-        f"shards; {len(done)} already written, {len(missing)} to write")
+    log(
+        f"sample: {spec.positions:,} positions of {len(spec.layers)} layers of {spec.source} in {spec.shards} "
+        f"shards; {len(done)} already written, {len(missing)} to write"
+    )
     start = time.perf_counter()
     results = []
     labelled = task_seconds = 0.0
-    tag = uuid.uuid4().hex[:8]      # this run's keys, apart from any other run on the scheduler
+    tag = uuid.uuid4().hex[:8]  # this run's keys, apart from any other run on the scheduler
     per_wave = max(1, WAVE_POSITIONS // spec.shard_positions)
     for first in range(0, len(missing), per_wave):
-        wave = missing[first:first + per_wave]
-        pairs = {pair: client.submit(label_pair_task, url, options, spec, pair, wave,
-                                     key=sample_key("label", f"{layer_name(*pair)}-{wave[0]:05d}-{tag}"))
-                 for pair in spec.pairs()}
-        pieces = {(pair, shard): client.submit(shard_piece, fut, shard, key=sample_key(
-            "piece", f"{layer_name(*pair)}-{shard:05d}-{tag}")) for pair, fut in pairs.items() for shard in wave}
-        writes = [client.submit(write_shard_task, out_url, out_options, spec, shard,
-                                [pieces[(pair, shard)] for pair in spec.pairs()],
-                                key=sample_key("shard", f"{shard:05d}-{tag}")) for shard in wave]
+        wave = missing[first : first + per_wave]
+        pairs = {
+            pair: client.submit(
+                label_pair_task,
+                url,
+                options,
+                spec,
+                pair,
+                wave,
+                key=sample_key("label", f"{layer_name(*pair)}-{wave[0]:05d}-{tag}"),
+            )
+            for pair in spec.pairs()
+        }
+        pieces = {
+            (pair, shard): client.submit(
+                shard_piece, fut, shard, key=sample_key("piece", f"{layer_name(*pair)}-{shard:05d}-{tag}")
+            )
+            for pair, fut in pairs.items()
+            for shard in wave
+        }
+        writes = [
+            client.submit(
+                write_shard_task,
+                out_url,
+                out_options,
+                spec,
+                shard,
+                [pieces[(pair, shard)] for pair in spec.pairs()],
+                key=sample_key("shard", f"{shard:05d}-{tag}"),
+            )
+            for shard in wave
+        ]
         for fut in as_completed(writes):
             got = fut.result()
             results.append(got)
@@ -336,40 +417,62 @@ def sample(client, url: str, options: dict, out_url: str, out_options: dict, spe
             got = fut.result()
             labelled += got["labelled"]
             task_seconds += got["seconds"]
-        del pairs, pieces, writes       # the wave's labels leave the workers' memory
+        del pairs, pieces, writes  # the wave's labels leave the workers' memory
     wall = time.perf_counter() - start
-    shards = sorted(results + [shard_counts(store, shard_file(i, spec.shards)) for i in sorted(done)],
-                    key=lambda s: s["shard"])
+    shards = sorted(
+        results + [shard_counts(store, shard_file(i, spec.shards)) for i in sorted(done)],
+        key=lambda s: s["shard"],
+    )
     totals = {k: sum(s[k] for s in shards) for k in ("rows", "win", "draw", "loss")}
     if totals["rows"] != spec.positions:
         raise UsageError(f"the shards at {store.shown} hold {totals['rows']:,} rows, not {spec.positions:,}.")
-    card.update(complete=True, columns=columns(spec.variant, spec.distances), shards=shards, counts=totals,
-                run={"wall_seconds": round(wall, 3), "labelled": int(labelled),
-                     "label_task_seconds": round(task_seconds, 3)})
+    card.update(
+        complete=True,
+        columns=columns(spec.variant, spec.distances),
+        shards=shards,
+        counts=totals,
+        run={
+            "wall_seconds": round(wall, 3),
+            "labelled": int(labelled),
+            "label_task_seconds": round(task_seconds, 3),
+        },
+    )
     store.write_bytes(SAMPLE_CARD, json.dumps(card, indent=1).encode())
     store.write_bytes(SAMPLE_README, card_text(card).encode())
     if labelled:
-        log(f"sample: {int(labelled):,} positions labelled in {task_seconds:.2f} task-seconds "
+        log(
+            f"sample: {int(labelled):,} positions labelled in {task_seconds:.2f} task-seconds "
             f"({labelled / max(task_seconds, 1e-9):,.0f} positions per core-second, reads included); "
-            f"{wall:.1f} s wall")
-    log(f"sample: {totals['rows']:,} rows: win {totals['win']:,}, draw {totals['draw']:,}, "
-        f"loss {totals['loss']:,}; card: {store.shown}/{SAMPLE_README}")
+            f"{wall:.1f} s wall"
+        )
+    log(
+        f"sample: {totals['rows']:,} rows: win {totals['win']:,}, draw {totals['draw']:,}, "
+        f"loss {totals['loss']:,}; card: {store.shown}/{SAMPLE_README}"
+    )
     return card
 
 
 def card_text(card: dict) -> str:
     s = card["spec"]
-    lines = ["# Bestemshe positions labelled by the tablebase", "",
-             f"{s['positions']:,} positions of the {s['stones']}-stone, {s['pits']}-pit game from `{s['source']}` "
-             f"(the {len(s['layers'])} layers with k1 + k2 >= {s['min_captured']} it holds), drawn "
-             + ("uniformly over positions" if s["weights"] == "uniform" else "with equal weight per layer")
-             + (", positions with no move included" if s["with_no_move"] else ", positions with no move left out")
-             + f", seed {s['seed']}, in {len(card['shards'])} shards of at most {s['shard_positions']:,} rows.", "",
-             f"Made by: `{card['command']}`", "",
-             "| value | rows |", "|---|---|"]
+    lines = [
+        "# Bestemshe positions labelled by the tablebase",
+        "",
+        f"{s['positions']:,} positions of the {s['stones']}-stone, {s['pits']}-pit game from `{s['source']}` "
+        f"(the {len(s['layers'])} layers with k1 + k2 >= {s['min_captured']} it holds), drawn "
+        + ("uniformly over positions" if s["weights"] == "uniform" else "with equal weight per layer")
+        + (", positions with no move included" if s["with_no_move"] else ", positions with no move left out")
+        + f", seed {s['seed']}, in {len(card['shards'])} shards of at most {s['shard_positions']:,} rows.",
+        "",
+        f"Made by: `{card['command']}`",
+        "",
+        "| value | rows |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {card['counts'][k]:,} |" for k in ("win", "draw", "loss")]
     lines += ["", "## Columns", ""] + [f"- `{name}`: {what}" for name, what in card["columns"].items()]
     lines += ["", "## Shards", "", "| shard | rows | win | draw | loss |", "|---|---|---|---|---|"]
-    lines += [f"| {x['name']} | {x['rows']:,} | {x['win']:,} | {x['draw']:,} | {x['loss']:,} |"
-              for x in card["shards"]]
+    lines += [
+        f"| {x['name']} | {x['rows']:,} | {x['win']:,} | {x['draw']:,} | {x['loss']:,} |"
+        for x in card["shards"]
+    ]
     return "\n".join(lines) + "\n"

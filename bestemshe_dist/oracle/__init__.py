@@ -5,8 +5,33 @@
 
 May import: game/, solve/, data/ and the base modules. Never run/, cluster/, watch/ or verify/.
 """
-from .tablebase import (Analysis, Choice, Mainline, Move, Ply, Probe, Probes, Tablebase, format_mainline, format_report,
-                        mainline_report, report)
 
-__all__ = ["Analysis", "Choice", "Mainline", "Move", "Ply", "Probe", "Probes", "Tablebase", "format_mainline",
-           "format_report", "mainline_report", "report"]
+from .tablebase import (
+    Analysis,
+    Choice,
+    Mainline,
+    Move,
+    Ply,
+    Probe,
+    Probes,
+    Tablebase,
+    format_mainline,
+    format_report,
+    mainline_report,
+    report,
+)
+
+__all__ = [
+    "Analysis",
+    "Choice",
+    "Mainline",
+    "Move",
+    "Ply",
+    "Probe",
+    "Probes",
+    "Tablebase",
+    "format_mainline",
+    "format_report",
+    "mainline_report",
+    "report",
+]

@@ -9,6 +9,7 @@ value of every move, `q` quits. A position seen three times with the same side
 to move ends the game as a draw (nothing can change without a capture).
 Input and output are streams, so tests drive it with StringIO.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,7 +39,7 @@ class Game:
         self.human_to_move = human_first
         self.history: list[str] = []
         self.seen = Counter([self._key()])
-        self.winner: str | None = None        # "you" or "oracle" once the game is won
+        self.winner: str | None = None  # "you" or "oracle" once the game is won
 
     def _key(self):
         return (self.human_to_move, self.human_k, self.oracle_k, self.human, self.oracle)
@@ -57,7 +58,7 @@ class Game:
         outcome, captured = rules.sow_and_capture(pos.board(), pit, v.pits, pos.k1, v.win_kazan, after)
         if outcome == rules.MOVE_EMPTY:
             raise ValueError(f"pit {pit} is empty")
-        own, other = tuple(int(x) for x in after[:v.pits]), tuple(int(x) for x in after[v.pits:])
+        own, other = tuple(int(x) for x in after[: v.pits]), tuple(int(x) for x in after[v.pits :])
         mover = "You" if self.human_to_move else "Oracle"
         self.history.append(f"{mover} {pit + 1}" + (f"x{captured}" if captured else ""))
         if self.human_to_move:
@@ -81,12 +82,14 @@ class Game:
         p = self.variant.pits
         cell = lambda xs: " ".join(f"{x:3d}" for x in xs)  # noqa: E731
         pad = " " * 19
-        return "\n".join([
-            f"{pad}{cell(range(p, 0, -1))}     the oracle's pits (it sows right to left)",
-            f"  Oracle  kazan{self.oracle_k:3d} [{cell(reversed(self.oracle))} ]",
-            f"  You     kazan{self.human_k:3d} [{cell(self.human)} ]",
-            f"{pad}{cell(range(1, p + 1))}     your pits (you sow left to right)",
-        ])
+        return "\n".join(
+            [
+                f"{pad}{cell(range(p, 0, -1))}     the oracle's pits (it sows right to left)",
+                f"  Oracle  kazan{self.oracle_k:3d} [{cell(reversed(self.oracle))} ]",
+                f"  You     kazan{self.human_k:3d} [{cell(self.human)} ]",
+                f"{pad}{cell(range(1, p + 1))}     your pits (you sow left to right)",
+            ]
+        )
 
     def move_list(self) -> str:
         return "  ".join(f"{i}. {m}" for i, m in enumerate(self.history, 1)) or "(none)"
@@ -110,7 +113,9 @@ def _verdict(before, move) -> str:
 
 
 def _outlook(value: str, dtz) -> str:
-    text = {WIN: "you can win", DRAW: "it is a draw with best play", LOSS: "the oracle wins with best play"}[value]
+    text = {WIN: "you can win", DRAW: "it is a draw with best play", LOSS: "the oracle wins with best play"}[
+        value
+    ]
     return text if dtz is None else f"{text} ({plies(dtz)} to the next capture or the end)"
 
 
@@ -155,11 +160,13 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
         return finish(who, f"{'you win' if you else 'the oracle wins'}: {how}.")
 
     say(f"Bestemshe, {tb.variant.describe()}, against the tablebase at {tb.url}.")
-    say(f"You move {'first' if human_first else 'second'}. Type a pit number 1..{p}, h for the value "
-        "of each move, q to quit.")
+    say(
+        f"You move {'first' if human_first else 'second'}. Type a pit number 1..{p}, h for the value "
+        "of each move, q to quit."
+    )
     warned = False
     while True:
-        found = tb.analyse(game.position())    # the value checked against its moves first
+        found = tb.analyse(game.position())  # the value checked against its moves first
         moves = found.moves
         if not found.verified and not warned:
             say(f"Note: {UNVERIFIED}.")
@@ -190,8 +197,10 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
             if won:
                 return won_by("oracle")
         if game.repeated():
-            return finish("draw", "the same position came up a third time with the same player to move, "
-                                  "so the game is a draw.")
+            return finish(
+                "draw",
+                "the same position came up a third time with the same player to move, so the game is a draw.",
+            )
 
 
 def _ask(stdin, say, moves, p: int) -> int | None:
@@ -214,7 +223,9 @@ def _ask(stdin, say, moves, p: int) -> int | None:
             continue
         pit = int(text) - 1
         if pit not in legal:
-            choose = f"pit {legal[0] + 1}" if len(legal) == 1 else "one of " + ", ".join(str(i + 1) for i in legal)
+            choose = (
+                f"pit {legal[0] + 1}" if len(legal) == 1 else "one of " + ", ".join(str(i + 1) for i in legal)
+            )
             say(f"Pit {pit + 1} is empty: choose {choose}.")
             continue
         return pit

@@ -20,15 +20,16 @@ published dataset is a bare folder of .bin files) is the 50-stone game with
 lists them. The rank is the index inside the layer's own file: no offset for k1
 (the seed client's defect, SPEC.md).
 """
+
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import format as fmt
 from ..data.blocks import LayerReader, runs
-from ..data.checksums import HASH
 from ..data.store import Store, find_tablebase
 from ..errors import FormatError, StoreError, UsageError
 from ..game import rules
@@ -37,13 +38,13 @@ from ..game.variant import Variant
 from ..naming import WIN_FILE_GLOB, layer_file, layer_name, parse_layer_file, parse_layer_name
 
 WIN, DRAW, LOSS = "win", "draw", "loss"
-REPETITION, LIMIT = "repetition", "limit"     # how a mainline that is no game end stops
-FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}     # a value seen from the other side
-VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}        # probe_many's numbers (and sample's, match's)
-NUMBER_OF = {WIN: 1, DRAW: 0, LOSS: -1}       # and back: larger is better for the side to move
+REPETITION, LIMIT = "repetition", "limit"  # how a mainline that is no game end stops
+FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}  # a value seen from the other side
+VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}  # probe_many's numbers (and sample's, match's)
+NUMBER_OF = {WIN: 1, DRAW: 0, LOSS: -1}  # and back: larger is better for the side to move
 
-DEFAULT_CACHE_BYTES = 256 * 2**20   # 64 decompressed blocks
-PUBLISHED = Variant(50, 5)          # what a folder without manifest.json holds
+DEFAULT_CACHE_BYTES = 256 * 2**20  # 64 decompressed blocks
+PUBLISHED = Variant(50, 5)  # what a folder without manifest.json holds
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,8 @@ class Probes:
     (win), 0 (draw) or -1 (loss) for the side to move; `dtz` the stored distance,
     -1 where there is none (a draw, or a layer without a distance table)."""
 
-    value: np.ndarray       # int8
-    dtz: np.ndarray         # int32
+    value: np.ndarray  # int8
+    dtz: np.ndarray  # int32
 
     def __len__(self) -> int:
         return int(self.value.shape[0])
@@ -96,16 +97,16 @@ class Mainline:
 
 @dataclass(frozen=True)
 class Move:
-    pit: int                  # the mover's pit, 0 .. pits - 1
-    stones: int               # stones it held
-    captured: int             # stones the move takes (0: no capture)
-    ends_game: bool           # the mover wins at once
-    child: Position | None    # the position after the move, from the opponent's side
-    value: str                # the move's value for the mover (the child's, flipped)
-    dtz: int | None           # plies from before the move to the next capture or the end,
-                              # best play after it: 1 for a capture or a game end;
-                              # None for a draw or without a distance table
-    child_dtz: int | None     # the child's own stored distance (None: no table, a draw, or no child)
+    pit: int  # the mover's pit, 0 .. pits - 1
+    stones: int  # stones it held
+    captured: int  # stones the move takes (0: no capture)
+    ends_game: bool  # the mover wins at once
+    child: Position | None  # the position after the move, from the opponent's side
+    value: str  # the move's value for the mover (the child's, flipped)
+    dtz: int | None  # plies from before the move to the next capture or the end,
+    # best play after it: 1 for a capture or a game end;
+    # None for a draw or without a distance table
+    child_dtz: int | None  # the child's own stored distance (None: no table, a draw, or no child)
 
     @property
     def exits(self) -> bool:
@@ -131,8 +132,9 @@ class Choice:
 class Tablebase:
     """A tablebase at any fsspec URL, read a block at a time (see the module doc)."""
 
-    def __init__(self, url: str, storage_options: dict | None = None, *,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES):
+    def __init__(
+        self, url: str, storage_options: dict | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ):
         self.store = Store(url, storage_options)
         self.url = self.store.shown
         self.manifest = find_tablebase(self.store)
@@ -149,7 +151,7 @@ class Tablebase:
         self._layer_stats: dict = {}
 
     @classmethod
-    def open(cls, url: str, storage_options: dict | None = None, **kwargs) -> "Tablebase":
+    def open(cls, url: str, storage_options: dict | None = None, **kwargs) -> Tablebase:
         return cls(url, storage_options, **kwargs)
 
     def __repr__(self):
@@ -233,9 +235,11 @@ class Tablebase:
             k1, k2 = divmod(int(key[a]), self.variant.win_kazan + 1)
             npos = self.variant.layer_size(k1, k2)
             here = ranks[a:b]
-            got = self.reader.bits(k1, k2, "win", npos, here).astype(np.int8)   # 1: a win
-            rest = np.flatnonzero(got == 0)   # the draw file only where needed, as probe() reads it
-            got[rest] = self.reader.bits(k1, k2, "draw", npos, here[rest]).astype(np.int8) - 1   # 0 draw, -1 loss
+            got = self.reader.bits(k1, k2, "win", npos, here).astype(np.int8)  # 1: a win
+            rest = np.flatnonzero(got == 0)  # the draw file only where needed, as probe() reads it
+            got[rest] = (
+                self.reader.bits(k1, k2, "draw", npos, here[rest]).astype(np.int8) - 1
+            )  # 0 draw, -1 loss
             found[a:b] = got
             width = self.reader.dtz_width(k1, k2)
             if width is not None:
@@ -251,16 +255,26 @@ class Tablebase:
         width = 2 + self.variant.board
         if not isinstance(positions, np.ndarray):
             return np.array([self._row(i, p) for i, p in enumerate(positions)], np.int64).reshape(-1, width)
-        if positions.ndim != 2 or positions.shape[1] != width or not np.issubdtype(positions.dtype, np.integer):
-            raise UsageError(f"positions: expected an integer array of shape (N, {width}) (k1 k2 "
-                             f"p0..p{self.variant.board - 1} a row), got {positions.dtype} {positions.shape}.")
+        if (
+            positions.ndim != 2
+            or positions.shape[1] != width
+            or not np.issubdtype(positions.dtype, np.integer)
+        ):
+            raise UsageError(
+                f"positions: expected an integer array of shape (N, {width}) (k1 k2 "
+                f"p0..p{self.variant.board - 1} a row), got {positions.dtype} {positions.shape}."
+            )
         rows = positions.astype(np.int64, copy=False)
         kazans = rows[:, :2]
-        bad = ((rows < 0).any(axis=1) | (kazans % 2 != 0).any(axis=1) | (kazans > self.variant.win_kazan - 2).any(axis=1)
-               | (rows[:, 2:].sum(axis=1) != self.variant.stones - kazans.sum(axis=1)))
+        bad = (
+            (rows < 0).any(axis=1)
+            | (kazans % 2 != 0).any(axis=1)
+            | (kazans > self.variant.win_kazan - 2).any(axis=1)
+            | (rows[:, 2:].sum(axis=1) != self.variant.stones - kazans.sum(axis=1))
+        )
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            self._row(row, [int(x) for x in rows[row]])     # Position says what is wrong with it
+            self._row(row, [int(x) for x in rows[row]])  # Position says what is wrong with it
         return rows
 
     def _row(self, i: int, given) -> tuple:
@@ -282,7 +296,7 @@ class Tablebase:
             if found is None:
                 found = self.analyse(pos)
             choice = found.best_move()
-            if choice is None:   # no stone to sow: the side to move has lost
+            if choice is None:  # no stone to sow: the side to move has lost
                 return Mainline(first, start, plies, _end_for_start(len(plies), LOSS))
             move = choice.move
             if move.ends_game:
@@ -300,7 +314,7 @@ class Tablebase:
         """Every legal move (own pit with stones), with its value for the mover."""
         pos = self.position(position)
         board = pos.board()
-        timed = self.has_distances(pos.k1, pos.k2)   # distances are given for this layer's moves
+        timed = self.has_distances(pos.k1, pos.k2)  # distances are given for this layer's moves
         out = []
         for pit in pos.legal_pits():
             played = rules.play(self.variant, pos.k1, pos.k2, board, pit)
@@ -314,13 +328,13 @@ class Tablebase:
             if value == DRAW or not timed:
                 dtz = None
             elif captured:
-                dtz = 1                  # the capture ends this count, whatever follows
+                dtz = 1  # the capture ends this count, whatever follows
             else:
                 dtz = None if seen.dtz is None else seen.dtz + 1
             out.append(Move(pit, pos.pits[pit], captured, False, child, value, dtz, seen.dtz))
         return out
 
-    def analyse(self, position) -> "Analysis":
+    def analyse(self, position) -> Analysis:
         """The position's stored value and every move, checked against each other: a
         value its own moves contradict means a damaged block (here or in a child's),
         and is a FormatError naming the position's block, never an answer."""
@@ -341,11 +355,14 @@ class Tablebase:
                 where = f"{self.url}/{layer_file(k1, k2, 'dtz')} block {block}"
                 problem = f"is stored as {seen.value} in {plies(seen.dtz)} but its moves say {plies(want)}"
         if problem:
-            raise FormatError(f"{where}: position {pos} {problem}, so that block or a block of one of its "
-                              "children is damaged; no value is given.")
+            raise FormatError(
+                f"{where}: position {pos} {problem}, so that block or a block of one of its "
+                "children is damaged; no value is given."
+            )
         layers = {pos.layer} | {m.child.layer for m in moves if m.child is not None}
-        return Analysis(pos, seen, moves, all(self.verified(*layer) for layer in layers),
-                        self.has_distances(*pos.layer))
+        return Analysis(
+            pos, seen, moves, all(self.verified(*layer) for layer in layers), self.has_distances(*pos.layer)
+        )
 
     def best_move(self, position) -> Choice | None:
         """A move that keeps the position's value; None when the mover has no move.
@@ -401,14 +418,16 @@ class Tablebase:
             return out
         counts = {WIN: 0, DRAW: 0, LOSS: 0}
         hist = {WIN: np.zeros(1, np.int64), LOSS: np.zeros(1, np.int64)}
-        longest = {WIN: (-1, -1), LOSS: (-1, -1)}     # (distance, rank)
+        longest = {WIN: (-1, -1), LOSS: (-1, -1)}  # (distance, rank)
         for b in range(fmt.blocks_for_bits(npos)):
             lo = b * fmt.BLOCK_BITS
             n = min(fmt.BLOCK_BITS, npos - lo)
-            win = np.unpackbits(np.frombuffer(self.reader.block(k1, k2, "win", npos, b), np.uint8),
-                                bitorder="little")[:n].astype(bool)
-            draw = np.unpackbits(np.frombuffer(self.reader.block(k1, k2, "draw", npos, b), np.uint8),
-                                 bitorder="little")[:n].astype(bool)
+            win = np.unpackbits(
+                np.frombuffer(self.reader.block(k1, k2, "win", npos, b), np.uint8), bitorder="little"
+            )[:n].astype(bool)
+            draw = np.unpackbits(
+                np.frombuffer(self.reader.block(k1, k2, "draw", npos, b), np.uint8), bitorder="little"
+            )[:n].astype(bool)
             loss = ~(win | draw)
             counts[WIN] += int(win.sum())
             counts[DRAW] += int(draw.sum())
@@ -423,7 +442,7 @@ class Tablebase:
                 counted = np.bincount(seen)
                 if counted.shape[0] > hist[value].shape[0]:
                     hist[value] = np.pad(hist[value], (0, counted.shape[0] - hist[value].shape[0]))
-                hist[value][:counted.shape[0]] += counted
+                hist[value][: counted.shape[0]] += counted
                 at = int(np.argmax(seen))
                 if int(seen[at]) > longest[value][0]:
                     longest[value] = (int(seen[at]), lo + int(np.flatnonzero(mask)[at]))
@@ -449,15 +468,18 @@ class Tablebase:
         layer_stats_task on Dask workers with it, one task a layer."""
         chosen = (self.layers() or set()) if layers is None else {tuple(l) for l in layers}
         held = sorted(chosen, key=lambda l: (-sum(l), l))
-        per_layer = (compute(held) if compute is not None else [self.layer_stats(*layer) for layer in held])
+        per_layer = compute(held) if compute is not None else [self.layer_stats(*layer) for layer in held]
         self._layer_stats.update({(s["k1"], s["k2"]): s for s in per_layer})
         total = {"positions": sum(s["positions"] for s in per_layer)}
         for value in (WIN, DRAW, LOSS):
             total[value] = sum(s[value] for s in per_layer)
         longest = {}
         for value in (WIN, LOSS):
-            found = [(s["distances"][value]["longest"], s["distances"][value]["example"]) for s in per_layer
-                     if s["distances"] and s["distances"][value]["longest"] is not None]
+            found = [
+                (s["distances"][value]["longest"], s["distances"][value]["example"])
+                for s in per_layer
+                if s["distances"] and s["distances"][value]["longest"] is not None
+            ]
             best = max(found, key=lambda f: f[0], default=None)
             longest[value] = None if best is None else {"distance": best[0], "example": best[1]}
         total["longest"] = longest
@@ -490,6 +512,18 @@ def _distance_of(value: str, moves: list) -> int | None:
     return None
 
 
+def _move_order(value: str, timed: bool, m: Move) -> tuple:
+    """The sort key of a move within its value's group: a win ends the game (most
+    captured first) or is quickest, a timed loss is slowest, others capture most."""
+    if value == WIN:
+        if m.ends_game:
+            return (0, -m.captured, 0, m.pit)
+        return (1, m.dtz if timed else 0, -m.captured, m.pit)
+    if value == LOSS and timed:
+        return (-m.dtz, m.pit)
+    return (-m.captured, m.pit)
+
+
 @dataclass(frozen=True)
 class Analysis:
     """A position's value and moves, consistent with each other; `verified`: every
@@ -499,7 +533,7 @@ class Analysis:
     probe: Probe
     moves: list
     verified: bool
-    distances: bool         # the position's layer has a distance table
+    distances: bool  # the position's layer has a distance table
 
     def ordered_moves(self) -> list:
         """Every move, best first for the mover: the moves that keep the position's
@@ -516,14 +550,7 @@ class Analysis:
         ordered = []
         for value, group in by_value.items():
             timed = value != DRAW and all(m.dtz is not None for m in group)
-            if value == WIN:
-                key = (lambda m: (0, -m.captured, 0, m.pit) if m.ends_game
-                       else (1, m.dtz if timed else 0, -m.captured, m.pit))
-            elif value == LOSS and timed:
-                key = (lambda m: (-m.dtz, m.pit))
-            else:
-                key = (lambda m: (-m.captured, m.pit))
-            ordered += sorted(group, key=key)
+            ordered += sorted(group, key=functools.partial(_move_order, value, timed))
         return ordered
 
     def best_move(self) -> Choice | None:
@@ -542,134 +569,11 @@ class Analysis:
         if best.value == LOSS:
             if timed:
                 return Choice(best, True, f"longest loss: {plies(best.dtz)} to the next capture or the end")
-            return Choice(best, False, "every move loses; without distance tables the longest loss is unknown")
+            return Choice(
+                best, False, "every move loses; without distance tables the longest loss is unknown"
+            )
         return Choice(best, self.distances, "keeps the draw")
 
 
 def plies(n: int) -> str:
     return f"{n} ply" if n == 1 else f"{n} plies"
-
-
-# -- what `bestemshe-dist probe` prints ---------------------------------------------------
-def report(tb: Tablebase, position) -> dict:
-    """A position's value, distance, every move and the best move, as plain JSON data.
-    Pits are 0-based indexes into the mover's row here (`pit`, `best_move`); the
-    text of format_report numbers them 1..pits, as `play` does."""
-    found = tb.analyse(position)
-    pos, seen, moves = found.position, found.probe, found.moves
-    choice = found.best_move()
-    return {
-        "position": str(pos),
-        "variant": tb.variant.as_dict(),
-        "k1": pos.k1, "k2": pos.k2, "pits": list(pos.pits),
-        "rank": pos.rank(),
-        "value": seen.value,
-        "dtz": seen.dtz,
-        "distances": found.distances,
-        "verified": found.verified,
-        "checksums": HASH if found.verified else None,
-        "moves": [{
-            "pit": m.pit, "stones": m.stones, "captured": m.captured, "ends_game": m.ends_game,
-            "child": str(m.child) if m.child is not None else None,
-            "value": m.value, "dtz": m.dtz, "child_dtz": m.child_dtz,
-        } for m in moves],
-        "best_move": choice.pit if choice else None,
-        "best_move_reason": choice.reason if choice else "no move: the side to move has lost",
-        "conversion_guaranteed": bool(choice and choice.guaranteed),
-    }
-
-
-def _value_text(value: str, dtz) -> str:
-    return value if dtz is None else f"{value} in {plies(dtz)}"
-
-
-UNVERIFIED = ("unverified: this tablebase has no checksums for the layers read, so a damaged block could "
-              "go unnoticed (bestemshe-dist checksums URL writes them from a copy you trust)")
-
-
-def format_report(data: dict) -> str:
-    v = data["variant"]
-    lines = [
-        f"position  {data['position']}   (layer {layer_name(data['k1'], data['k2'])}, rank {data['rank']:,}; "
-        f"{v['stones']} stones, {v['pits']} pits per side)",
-        f"value     {_value_text(data['value'], data['dtz'])} for the side to move"
-        + ("" if data["dtz"] is None else " (plies to the next capture or the end)")
-        + ("" if data["distances"] else "  [no distance table]"),
-        "moves" if data["moves"] else "moves     none: the side to move has no stone to sow and has lost",
-    ]
-    for m in data["moves"]:
-        what = "ends the game" if m["ends_game"] else f"-> {m['child']}"
-        took = f", captures {m['captured']}" if m["captured"] else ""
-        stones = f"{m['stones']} stone" + ("s" if m["stones"] != 1 else "")
-        lines.append(f"  pit {m['pit'] + 1}  {_value_text(m['value'], m['dtz']):<16} {what}   ({stones}{took})")
-    if data["best_move"] is not None:
-        lines.append(f"best      pit {data['best_move'] + 1}: {data['best_move_reason']}")
-    lines.append(f"checked   every block read matched its checksum ({data['checksums']})" if data["verified"]
-                 else f"checked   {UNVERIFIED}")
-    return "\n".join(lines)
-
-
-# -- what `bestemshe-dist mainline` prints ------------------------------------------------
-def _probe_data(probe: Probe | None) -> dict | None:
-    return None if probe is None else {"value": probe.value, "dtz": probe.dtz}
-
-
-def mainline_report(line: Mainline) -> dict:
-    """A mainline as plain JSON data; pits are 0-based indexes into the mover's row."""
-    return {
-        "position": str(line.start), "value": line.value.value, "dtz": line.value.dtz,
-        "result": line.result, "plies": len(line.plies),
-        "moves": [{"ply": i + 1, "position": str(ply.position), "pit": ply.move.pit,
-                   "captured": ply.move.captured, "ends_game": ply.move.ends_game,
-                   "child": None if ply.move.child is None else str(ply.move.child),
-                   "after": _probe_data(ply.after)} for i, ply in enumerate(line.plies)],
-    }
-
-
-_RESULT_TEXT = {WIN: "the side to move at the start wins", LOSS: "the side to move at the start loses",
-                REPETITION: "a position came back (perfect play repeats: a draw)",
-                LIMIT: "stopped at the ply limit"}
-
-
-def format_mainline(data: dict) -> str:
-    lines = [f"position  {data['position']}   {_value_text(data['value'], data['dtz'])} for the side to move"]
-    for m in data["moves"]:
-        took = f", captures {m['captured']}" if m["captured"] else ""
-        if m["ends_game"]:
-            what = "ends the game"
-        else:
-            after = m["after"]
-            what = f"-> {m['child']}   {_value_text(after['value'], after['dtz'])} for the side to move"
-        lines.append(f"{m['ply']:>4}. pit {m['pit'] + 1}{took}  {what}")
-    lines.append(f"result    {_RESULT_TEXT[data['result']]} after {plies(data['plies'])}")
-    return "\n".join(lines)
-
-
-# -- what `bestemshe-dist stats` prints ---------------------------------------------------
-def _share(count: int, total: int) -> str:
-    return f"{count:>15,} {100 * count / total:5.1f}%" if total else f"{count:>15,}      -"
-
-
-def _longest(data: dict | None) -> str:
-    return "-" if not data or data.get("longest") is None else str(data["longest"])
-
-
-def format_stats(data: dict) -> str:
-    v, total = data["variant"], data["total"]
-    lines = [f"{data['tablebase']}: {len(data['layers'])} layers of the {v['stones']}-stone game "
-             f"({v['pits']} pits per side)",
-             f"{'layer':>7} {'positions':>15} {'win':>22} {'draw':>22} {'loss':>22}  longest win / loss (plies)"]
-    for s in data["layers"]:
-        dist = s["distances"] or {}
-        lines.append(f"{s['layer']:>7} {s['positions']:>15,} {_share(s['win'], s['positions'])} "
-                     f"{_share(s['draw'], s['positions'])} {_share(s['loss'], s['positions'])}  "
-                     f"{_longest(dist.get('win'))} / {_longest(dist.get('loss'))}")
-    lines.append(f"{'total':>7} {total['positions']:>15,} {_share(total['win'], total['positions'])} "
-                 f"{_share(total['draw'], total['positions'])} {_share(total['loss'], total['positions'])}")
-    for value in (WIN, LOSS):
-        found = total["longest"][value]
-        if found:
-            lines.append(f"longest {value}: {plies(found['distance'])} to the next capture or the end, "
-                         f"e.g. {found['example']}")
-    return "\n".join(lines)
-

@@ -12,9 +12,11 @@ manifest entries and round counts, never layer data.
 Running the same solve again resumes: published layers whose files match the
 manifest are kept, and a large pair continues after its last complete round.
 """
+
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import queue
 import threading
@@ -31,20 +33,46 @@ from ..data.layer_files import distance_width
 from ..data.lease import Lease
 from ..data.store import bytes_read, completed_rounds, read_json, write_json
 from ..errors import BestemsheError
+from ..game.dag import PairPlan, Plan
 from ..game.geometry import partner
 from ..naming import (
-    PAIRS, SOLVE_RECORD, check_key, chunk_key, flush_key, layer_key, layer_name, pair_prefix, parse_part,
-    publish_part_key, round_marker, run_key, series_file, small_round_key
+    PAIRS,
+    SOLVE_RECORD,
+    check_key,
+    chunk_key,
+    flush_key,
+    layer_key,
+    layer_name,
+    pair_prefix,
+    parse_part,
+    publish_part_key,
+    round_marker,
+    run_key,
+    series_file,
+    small_round_key,
 )
 from ..solve.pair import FRONTIER, SWEEP, choose_mode, chunk_ranges
+from ..watch.progress import Progress
 from .hostmem import is_private, private_name, remove_spaces
 from .memory import gib, pair_memory, together
-from ..game.dag import PairPlan, Plan
-from ..watch.progress import Progress
 from .tasks import (
-    Job, assemble_layer_task, check_layer_task, drop_from_caches, end_of_run, flush_round_task, host_memory_bytes,
-    host_memory_room, host_ram_bytes, host_tag, peak_rss_bytes, publish_layer_task, publish_part_task, round_chunk_task,
-    small_round_task, solve_pair_task, warm_up
+    Job,
+    assemble_layer_task,
+    check_layer_task,
+    drop_from_caches,
+    end_of_run,
+    flush_round_task,
+    host_memory_bytes,
+    host_memory_room,
+    host_ram_bytes,
+    host_tag,
+    peak_rss_bytes,
+    publish_layer_task,
+    publish_part_task,
+    round_chunk_task,
+    small_round_task,
+    solve_pair_task,
+    warm_up,
 )
 
 # How often the driver looks whether a flush's host still has workers while it waits.
@@ -85,7 +113,7 @@ class SolveSummary:
     seconds: float
     compile_seconds: float
     worker_peak_rss: dict
-    host_memory_peak: int = 0        # bytes of shared arrays a host held at most (hostmem.py)
+    host_memory_peak: int = 0  # bytes of shared arrays a host held at most (hostmem.py)
 
 
 def undecided_after(positions: int, markers: list) -> int:
@@ -112,8 +140,16 @@ class _RedoRound(Exception):
 
 
 class Driver:
-    def __init__(self, client: Client, job: Job, plan: Plan, log, chunk_size: int,
-                 progress: Progress | None = None, stop_after_rounds: int | None = None):
+    def __init__(
+        self,
+        client: Client,
+        job: Job,
+        plan: Plan,
+        log,
+        chunk_size: int,
+        progress: Progress | None = None,
+        stop_after_rounds: int | None = None,
+    ):
         if chunk_size < 1:
             raise BestemsheError("--chunk-size must be at least 1 position.")
         self.client = client
@@ -126,7 +162,7 @@ class Driver:
         self.events: queue.Queue = queue.Queue()
         self.stop = threading.Event()
         self.manifest: dict = {}
-        self.finished: dict = {}      # layer -> manifest entry (published)
+        self.finished: dict = {}  # layer -> manifest entry (published)
         self.layer_futures: dict = {}  # layer -> Dask future of its publish task
         self.round_futures: set = set()  # chunk tasks of rounds in flight (pair threads)
         # Every task key ends with this run's tag. Dask takes a key it already holds
@@ -135,14 +171,15 @@ class Driver:
         # solve's tasks (writing into its output). Verify's keys do the same.
         self.run_tag = uuid.uuid4().hex[:8]
         self.round_lock = threading.Lock()
-        self.in_flight: dict = {}     # large pairs running: key -> PairPlan
+        self.in_flight: dict = {}  # large pairs running: key -> PairPlan
         self.host_memory_peak = 0
-        self.reads: dict = {}         # worker -> bytes read from stores, at the last look
+        self.reads: dict = {}  # worker -> bytes read from stores, at the last look
         self.stop_after_rounds = stop_after_rounds
         # solve --synthetic-deps: one pair, dependency layers made on the workers
         self.synthetic = job.synthetic is not None
-        self.synthetic_record = ({"seed": job.synthetic, "pairs": [p.key for p in plan.pairs]}
-                                 if self.synthetic else None)
+        self.synthetic_record = (
+            {"seed": job.synthetic, "pairs": [p.key for p in plan.pairs]} if self.synthetic else None
+        )
 
     # -- helpers --------------------------------------------------------------------
     def small(self, pair: PairPlan) -> bool:
@@ -168,11 +205,15 @@ class Driver:
             entry = self.manifest["layers"].get(layer_name(*layer))
             if entry is not None:
                 candidates[layer] = entry
-        futures = {layer: self.client.submit(check_layer_task, self.job, layer, entry,
-                                             key=self.task_key(check_key(*layer)), pure=False)
-                   for layer, entry in candidates.items()}
-        intact = {layer: entry for layer, entry in
-                  zip(futures, self.client.gather(list(futures.values()))) if entry}
+        futures = {
+            layer: self.client.submit(
+                check_layer_task, self.job, layer, entry, key=self.task_key(check_key(*layer)), pure=False
+            )
+            for layer, entry in candidates.items()
+        }
+        intact = {
+            layer: entry for layer, entry in zip(futures, self.client.gather(list(futures.values()))) if entry
+        }
         for layer in set(candidates) - set(intact):
             self.log(f"layer {layer_name(*layer)} does not match the manifest: solving it again")
             del self.manifest["layers"][layer_name(*layer)]
@@ -191,11 +232,26 @@ class Driver:
     # -- a small pair: two static steps ------------------------------------------------
     def submit_small(self, pair: PairPlan) -> None:
         dep_futures = [self.layer_futures[d] for d in pair.deps if d in self.layer_futures]
-        solved = self.client.submit(solve_pair_task, self.job, pair, self.dep_shas(pair), *dep_futures,
-                                    key=self.task_key(pair.key), pure=False, retries=2)
+        solved = self.client.submit(
+            solve_pair_task,
+            self.job,
+            pair,
+            self.dep_shas(pair),
+            *dep_futures,
+            key=self.task_key(pair.key),
+            pure=False,
+            retries=2,
+        )
         for layer in self.unpublished(pair):
-            future = self.client.submit(publish_layer_task, self.job, layer, solved,
-                                        key=self.task_key(layer_key(*layer)), pure=False, retries=2)
+            future = self.client.submit(
+                publish_layer_task,
+                self.job,
+                layer,
+                solved,
+                key=self.task_key(layer_key(*layer)),
+                pure=False,
+                retries=2,
+            )
             self.layer_futures[layer] = future
             self._watch(future, "layer")
 
@@ -248,18 +304,25 @@ class Driver:
                 results, parts = [], {}
                 for target in pair.layers:
                     half = [c for c in chunks if c[0] == partner(target)]
-                    done, found, flushed = self._frontier_half(pair, dep_shas, series, round_, half, previous,
-                                                               target, weights)
+                    done, found, flushed = self._frontier_half(
+                        pair, dep_shas, series, round_, half, previous, target, weights
+                    )
                     results += done
                     parts.update(found)
                     flush_seconds += flushed
             last_decided = sum(parts.values())
-            marker = {"round": round_, "mode": mode, "parts": sorted(parts), "decided": last_decided,
-                      "part_decided": dict(sorted(parts.items())),
-                      "evaluations": sum(r["evaluations"] for r in results),
-                      "seconds": time.perf_counter() - start,
-                      "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0),
-                      "task_seconds": task_seconds(results), "flush_seconds": round(flush_seconds, 3)}
+            marker = {
+                "round": round_,
+                "mode": mode,
+                "parts": sorted(parts),
+                "decided": last_decided,
+                "part_decided": dict(sorted(parts.items())),
+                "evaluations": sum(r["evaluations"] for r in results),
+                "seconds": time.perf_counter() - start,
+                "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0),
+                "task_seconds": task_seconds(results),
+                "flush_seconds": round(flush_seconds, 3),
+            }
             if mode == SWEEP:
                 marker["undecided_before"] = sum(r["undecided_before"] for r in results)
             exact = [r["exact"].get(round_ - 1) for r in results if r["exact"].get(round_ - 1) is not None]
@@ -272,8 +335,10 @@ class Driver:
             undecided = undecided_after(pair.positions, markers)
             evaluations += marker["evaluations"]
             seconds += marker["seconds"]
-            self.log(f"{pair.key} round {round_} ({mode}, {len(chunks)} chunks, {len(results)} tasks): "
-                     f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s")
+            self.log(
+                f"{pair.key} round {round_} ({mode}, {len(chunks)} chunks, {len(results)} tasks): "
+                f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s"
+            )
             self.progress.round_done(pair.key, round_, mode, last_decided, undecided, marker["seconds"])
             round_ += 1
         phases = Counter()
@@ -281,8 +346,10 @@ class Driver:
             phases.update(m.get("task_seconds", {}))
         flushes = sum(m.get("flush_seconds", 0.0) for m in markers)
         detail = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items()))
-        self.log(f"{pair.key}: publishing after {round_} rounds"
-                 + (f"; its tasks' time: {detail} s; waited on flushes {flushes:.1f} s" if detail else ""))
+        self.log(
+            f"{pair.key}: publishing after {round_} rounds"
+            + (f"; its tasks' time: {detail} s; waited on flushes {flushes:.1f} s" if detail else "")
+        )
         final = round_ - 1
         round_parts = [m["parts"] for m in markers]
         group = max(1, self.chunk_size // fmt.BLOCK_BITS)
@@ -291,39 +358,89 @@ class Driver:
             width = distance_width(round_)  # no distance exceeds the number of rounds
             # A distance part covers about a chunk of positions (each rebuilt from every
             # round's checkpoints of its range), so its working set is a chunk's.
-            tables.append(("dtz", fmt.blocks_for_bits(8 * width * pair.layer_size), width,
-                           max(1, self.chunk_size * width // fmt.BLOCK_BYTES)))
+            tables.append(
+                (
+                    "dtz",
+                    fmt.blocks_for_bits(8 * width * pair.layer_size),
+                    width,
+                    max(1, self.chunk_size * width // fmt.BLOCK_BYTES),
+                )
+            )
+
         def checkpoints_of(layer, table, b, end, width):
             """Every round's parts of `layer` that hold positions of blocks [b, end) of a
             distance file (what its part task reads; nothing for the bits)."""
             if table != "dtz":
                 return None
             lo, hi = b * fmt.BLOCK_BYTES // width, end * fmt.BLOCK_BYTES // width
-            return [[name for name in names if parse_part(name)[0] == tuple(layer)
-                     and ranges[parse_part(name)[1]][0] < hi and ranges[parse_part(name)[1]][1] > lo]
-                    for names in round_parts]
+            return [
+                [
+                    name
+                    for name in names
+                    if parse_part(name)[0] == tuple(layer)
+                    and ranges[parse_part(name)[1]][0] < hi
+                    and ranges[parse_part(name)[1]][1] > lo
+                ]
+                for names in round_parts
+            ]
 
         layer_futures = {}
         for layer in self.unpublished(pair):
-            parts = [client.submit(publish_part_task, self.job, pair, dep_shas, series, final, layer,
-                                   table, g, b, min(b + step, blocks), width,
-                                   checkpoints_of(layer, table, b, min(b + step, blocks), width),
-                                   key=self.task_key(publish_part_key(pair.key, layer, table, g)),
-                                   pure=False, retries=3)
-                     for table, blocks, width, step in tables
-                     for g, b in enumerate(range(0, blocks, step))]
-            layer_futures[layer] = client.submit(assemble_layer_task, self.job, pair, layer, parts,
-                                                 round_, evaluations, seconds,
-                                                 key=self.task_key(layer_key(*layer)), pure=False, retries=3)
+            parts = [
+                client.submit(
+                    publish_part_task,
+                    self.job,
+                    pair,
+                    dep_shas,
+                    series,
+                    final,
+                    layer,
+                    table,
+                    g,
+                    b,
+                    min(b + step, blocks),
+                    width,
+                    checkpoints_of(layer, table, b, min(b + step, blocks), width),
+                    key=self.task_key(publish_part_key(pair.key, layer, table, g)),
+                    pure=False,
+                    retries=3,
+                )
+                for table, blocks, width, step in tables
+                for g, b in enumerate(range(0, blocks, step))
+            ]
+            layer_futures[layer] = client.submit(
+                assemble_layer_task,
+                self.job,
+                pair,
+                layer,
+                parts,
+                round_,
+                evaluations,
+                seconds,
+                key=self.task_key(layer_key(*layer)),
+                pure=False,
+                retries=3,
+            )
         return layer_futures
 
     def _small_round(self, pair, dep_shas, series, round_, previous) -> dict:
         """A frontier round with few sources, in one task (tasks.small_round_task);
         it goes before other pairs' queued tasks, as flushes do: a pair's tail is
         dozens of rounds in a row, each waiting on the last."""
-        future = self.client.submit(small_round_task, self.job, pair, dep_shas, series, round_, self.chunk_size,
-                                    previous, key=self.task_key(small_round_key(pair.key, round_)),
-                                    priority=BARRIER_PRIORITY, pure=False, retries=3)
+        future = self.client.submit(
+            small_round_task,
+            self.job,
+            pair,
+            dep_shas,
+            series,
+            round_,
+            self.chunk_size,
+            previous,
+            key=self.task_key(small_round_key(pair.key, round_)),
+            priority=BARRIER_PRIORITY,
+            pure=False,
+            retries=3,
+        )
         with self.round_lock:
             self.round_futures.add(future)
         try:
@@ -344,8 +461,10 @@ class Driver:
                 return results, parts, time.perf_counter() - start
             except _RedoRound as why:
                 self.log(f"{pair.key} round {round_}: {why}; running it again (attempt {attempt + 1})")
-        raise BestemsheError(f"{pair.key} round {round_} lost its workers three times; "
-                             "check the cluster and run the solve again to resume.")
+        raise BestemsheError(
+            f"{pair.key} round {round_} lost its workers three times; "
+            "check the cluster and run the solve again to resume."
+        )
 
     def _round_tasks(self, pair, dep_shas, series, round_, mode, chunks, previous, weights=None) -> list:
         """Run one round's chunk tasks; returns their results."""
@@ -359,18 +478,40 @@ class Driver:
             # (dozens of rounds deciding a few hundred positions) most have none.
             chunks = [chunk for chunk in chunks if (tuple(chunk[0]), chunk[1]) in sources]
             threads = sum(client.nthreads().values()) or 1
-            tasks = frontier_pieces(chunks, {key: sum((weights or {}).get(name, 0) for name in names)
-                                             for key, names in sources.items()}, threads)
+            tasks = frontier_pieces(
+                chunks,
+                {key: sum((weights or {}).get(name, 0) for name in names) for key, names in sources.items()},
+                threads,
+            )
 
         def key(layer, c, piece):
-            return self.task_key(chunk_key(pair.key, round_, self._chunk_index(pair, layer, c),
-                                           None if piece is None else piece[0]))
+            return self.task_key(
+                chunk_key(
+                    pair.key, round_, self._chunk_index(pair, layer, c), None if piece is None else piece[0]
+                )
+            )
 
-        futures = [client.submit(round_chunk_task, self.job, pair, dep_shas, series, round_, mode,
-                                 layer, c, lo, hi, sources.get((tuple(layer), c), []),
-                                 None if piece is None else piece[1:],
-                                 key=key(layer, c, piece), pure=False, retries=3)
-                   for layer, c, lo, hi, piece in tasks]
+        futures = [
+            client.submit(
+                round_chunk_task,
+                self.job,
+                pair,
+                dep_shas,
+                series,
+                round_,
+                mode,
+                layer,
+                c,
+                lo,
+                hi,
+                sources.get((tuple(layer), c), []),
+                None if piece is None else piece[1:],
+                key=key(layer, c, piece),
+                pure=False,
+                retries=3,
+            )
+            for layer, c, lo, hi, piece in tasks
+        ]
         with self.round_lock:
             self.round_futures.update(futures)
         try:
@@ -413,11 +554,24 @@ class Driver:
         for host in hosts:
             n = max(1, min(len(ranges), threads[host]))
             for g in range(n):
-                group = ranges[g * len(ranges) // n:(g + 1) * len(ranges) // n]
+                group = ranges[g * len(ranges) // n : (g + 1) * len(ranges) // n]
                 futures[host, g] = client.submit(
-                    flush_round_task, self.job, pair, dep_shas, series, round_, group, host_tag(host), target,
-                    workers=[host], allow_other_workers=False, pure=False, retries=2, priority=BARRIER_PRIORITY,
-                    key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g)))
+                    flush_round_task,
+                    self.job,
+                    pair,
+                    dep_shas,
+                    series,
+                    round_,
+                    group,
+                    host_tag(host),
+                    target,
+                    workers=[host],
+                    allow_other_workers=False,
+                    pure=False,
+                    retries=2,
+                    priority=BARRIER_PRIORITY,
+                    key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g)),
+                )
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts = {}
@@ -439,12 +593,13 @@ class Driver:
     def _wait_on_host(self, future, host):
         """A flush task runs only on its host; if the host loses every worker meanwhile
         the task would wait for ever, so it is given up on then."""
-        from distributed import TimeoutError as DaskTimeout, wait
+        from distributed import TimeoutError as DaskTimeout
+        from distributed import wait
 
         while True:
             try:
                 wait([future], timeout=HOST_POLL_SECONDS)
-            except DaskTimeout:    # still running: look at its host, then wait again
+            except DaskTimeout:  # still running: look at its host, then wait again
                 pass
             if future.done():
                 return future.result()
@@ -501,8 +656,10 @@ class Driver:
         room = self.client.run(host_memory_room, self.job.space)
         hosts: dict = {}
         for address, info in workers.items():
-            h = hosts.setdefault(info["host"], {"limits": [], "threads": 0, "processes": 0, "ram": 0,
-                                                "room": None, "folder": ""})
+            h = hosts.setdefault(
+                info["host"],
+                {"limits": [], "threads": 0, "processes": 0, "ram": 0, "room": None, "folder": ""},
+            )
             h["limits"].append(info.get("memory_limit") or 0)
             h["threads"] += info.get("nthreads", 1)
             h["processes"] += 1
@@ -530,7 +687,8 @@ class Driver:
                         f"{pair.key} needs {gib(need.pair + need.deps)} of shared arrays on each host but "
                         f"{h['folder']} on host {host} has room for {gib(h['room'])}: give the host (the "
                         "container's /dev/shm) more, or point BESTEMSHE_HOST_MEMORY at a larger RAM-backed "
-                        "folder.")
+                        "folder."
+                    )
                 if need.total > h["budget"]:
                     raise BestemsheError(
                         f"{pair.key} ({pair.positions:,} positions, {pair.dep_positions:,} in its dependency "
@@ -539,7 +697,8 @@ class Driver:
                         f"{h['threads']} running tasks, {gib(need.processes)} for {h['processes']} worker "
                         f"processes) but host {host} has {gib(h['budget'])}: give each host's workers more "
                         "memory (memory-limit, or memory per SLURM job), run fewer threads per host, or "
-                        "use a smaller --chunk-size.")
+                        "use a smaller --chunk-size."
+                    )
 
     @property
     def inputs(self) -> list:
@@ -555,15 +714,21 @@ class Driver:
                 raise BestemsheError(
                     f"layer {layer_name(*layer)}, a dependency of {needing}, is not published intact in "
                     f"{self.store.shown}: solve it first (solve --min-captured {sum(layer)}), or use "
-                    "--synthetic-deps.")
+                    "--synthetic-deps."
+                )
 
     def admit(self, pair: PairPlan) -> bool:
         """Whether `pair` can start now beside the large pairs in flight."""
         if not self.in_flight:
             return True
         for h in self.hosts().values():
-            need = together(self.job.variant, [*self.in_flight.values(), pair], self.chunk_size,
-                            h["threads"], h["processes"])
+            need = together(
+                self.job.variant,
+                [*self.in_flight.values(), pair],
+                self.chunk_size,
+                h["threads"],
+                h["processes"],
+            )
             if need.total > h["budget"]:
                 return False
         return True
@@ -584,12 +749,26 @@ class Driver:
         pending = [p for p in self.plan.pairs if self.unpublished(p)]
         self.check_memory(pending)
         todo = {layer for p in pending for layer in self.unpublished(p)}
-        write_json(self.store, SOLVE_RECORD, {"min_captured": self.plan.min_captured,
-                                              "chunk_size": self.chunk_size, "method": self.job.method,
-                                              "dtz": self.job.dtz, "started": time.time()})
-        self.progress.started(self.plan, dict(self.finished),
-                              {p.key: len(p.layers) * len(chunk_ranges(p.layer_size, self.chunk_size))
-                               for p in pending if not self.small(p)})
+        write_json(
+            self.store,
+            SOLVE_RECORD,
+            {
+                "min_captured": self.plan.min_captured,
+                "chunk_size": self.chunk_size,
+                "method": self.job.method,
+                "dtz": self.job.dtz,
+                "started": time.time(),
+            },
+        )
+        self.progress.started(
+            self.plan,
+            dict(self.finished),
+            {
+                p.key: len(p.layers) * len(chunk_ranges(p.layer_size, self.chunk_size))
+                for p in pending
+                if not self.small(p)
+            },
+        )
         positions = 0
         stopped: set = set()
         pool = ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="bestemshe-pair")
@@ -601,7 +780,7 @@ class Driver:
                     key, future = item
                     published = future.result()
                     del self.in_flight[key]
-                    if not published:   # --stop-after-rounds: the pair ends unpublished
+                    if not published:  # --stop-after-rounds: the pair ends unpublished
                         stopped.update(self.plan.pair_by_key(key).layers)
                     for layer, f in published.items():
                         self.layer_futures[layer] = f
@@ -626,8 +805,15 @@ class Driver:
             pool.shutdown(wait=False, cancel_futures=True)
         peaks = self.client.run(peak_rss_bytes)
         self.sample_host_memory()
-        summary = SolveSummary(len(todo - stopped), skipped, positions, time.perf_counter() - start,
-                               compile_seconds, peaks, self.host_memory_peak)
+        summary = SolveSummary(
+            len(todo - stopped),
+            skipped,
+            positions,
+            time.perf_counter() - start,
+            compile_seconds,
+            peaks,
+            self.host_memory_peak,
+        )
         self.progress.finished(summary)
         return summary
 
@@ -638,9 +824,11 @@ class Driver:
         self.finished[layer] = entry
         c = entry["counts"]
         done = sum(1 for l in self.plan.layers if l in self.finished)
-        self.log(f"layer {layer_name(*layer)} done ({done}/{len(self.plan.layers)}): "
-                 f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
-                 f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s")
+        self.log(
+            f"layer {layer_name(*layer)} done ({done}/{len(self.plan.layers)}): "
+            f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
+            f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s"
+        )
         self.progress.layer_done(entry)
         pair = self.plan.pair_of(layer)
         if all(l in self.finished for l in pair.layers):
@@ -652,11 +840,11 @@ class Driver:
         dependency layers no pending pair needs."""
         if not self.small(pair):
             self.store.remove(pair_prefix(pair.key))
-        needed = {d for p in self.plan.pairs if not all(l in self.finished for l in p.layers)
-                  for d in p.deps}
+        needed = {d for p in self.plan.pairs if not all(l in self.finished for l in p.layers) for d in p.deps}
         unneeded = [d for d in pair.deps if d not in needed]
-        self.client.run(drop_from_caches, self.job.space, None if self.small(pair) else pair, unneeded,
-                        self.job.variant)
+        self.client.run(
+            drop_from_caches, self.job.space, None if self.small(pair) else pair, unneeded, self.job.variant
+        )
 
 
 def is_small_round(sources: int, chunk_size: int) -> bool:
@@ -687,14 +875,17 @@ def frontier_pieces(chunks, sources: dict, threads: int) -> list:
     tasks = []
     for layer, c, lo, hi in chunks:
         count = sources.get((tuple(layer), c), 0)
-        pieces = min(math.ceil(count / share) if share else 1, (hi - lo) // MIN_PIECE,
-                     count // MIN_PIECE_SOURCES)
+        pieces = min(
+            math.ceil(count / share) if share else 1, (hi - lo) // MIN_PIECE, count // MIN_PIECE_SOURCES
+        )
         if pieces <= 1:
             tasks.append((layer, c, lo, hi, None))
             continue
         step = -(-(hi - lo) // pieces)
         edges = [min(lo + i * step, hi) for i in range(pieces)] + [hi]
-        tasks += [(layer, c, lo, hi, (i, a, b)) for i, (a, b) in enumerate(zip(edges, edges[1:])) if a < b]
+        tasks += [
+            (layer, c, lo, hi, (i, a, b)) for i, (a, b) in enumerate(itertools.pairwise(edges)) if a < b
+        ]
     return tasks
 
 
@@ -710,9 +901,16 @@ def space_prefix(url: str) -> str:
     return "solve-" + hashlib.sha1(str(url).encode()).hexdigest()[:12] + "-"
 
 
-def solve(client: Client, job: Job, plan: Plan, log=lambda line: None,
-          chunk_size: int = DEFAULT_CHUNK_SIZE, restart: bool = False,
-          progress: Progress | None = None, stop_after_rounds: int | None = None) -> SolveSummary:
+def solve(
+    client: Client,
+    job: Job,
+    plan: Plan,
+    log=lambda line: None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    restart: bool = False,
+    progress: Progress | None = None,
+    stop_after_rounds: int | None = None,
+) -> SolveSummary:
     store = job.store()
     store.ensure_root()
     with Lease(store) as lease:

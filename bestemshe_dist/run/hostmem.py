@@ -28,6 +28,7 @@ private ones, one process, same data. A private space's locks and marks live in
 a folder of the process (`p<pid>`), so a worker that is restarted starts from
 nothing and rebuilds its pair from the checkpoints, as a new host would.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,7 +46,7 @@ import numpy as np
 
 PAGE_WORDS = mmap.PAGESIZE // 8
 ROOT_ENV = "BESTEMSHE_HOST_MEMORY"
-PRIVATE = "-private"   # the end of a private space's name
+PRIVATE = "-private"  # the end of a private space's name
 
 
 def private_name(name: str) -> str:
@@ -146,7 +147,7 @@ class HostSpace:
             if ready is None or ready.get("identity") != identity or ready.get("words") != words:
                 self._unmap(name)
                 with open(path, "wb") as handle:
-                    handle.truncate(words * 8)      # sparse: pages are taken when written
+                    handle.truncate(words * 8)  # sparse: pages are taken when written
                 array = np.memmap(path, dtype=np.uint64, mode="r+", shape=(words,))
                 if fill is not None:
                     fill(array)
@@ -187,7 +188,7 @@ class HostSpace:
         if mapped is None or words <= 0:
             return
         array = mapped[0]
-        if self.private:   # np.frombuffer's base is a memoryview of the anonymous mmap
+        if self.private:  # np.frombuffer's base is a memoryview of the anonymous mmap
             array.base.obj.madvise(mmap.MADV_DONTNEED, first_word * 8, words * 8)
         else:
             array._mmap.madvise(mmap.MADV_REMOVE, first_word * 8, words * 8)
@@ -210,7 +211,7 @@ class HostSpace:
         keeps its pages until it is closed)."""
         for name in names:
             with self._lock:
-                self._maps.pop(name, None)   # a private array goes with its last view
+                self._maps.pop(name, None)  # a private array goes with its last view
             for suffix in (".u64", ".ready.json"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.folder / f"{name}{suffix}").unlink()
@@ -231,7 +232,7 @@ class HostSpace:
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.private:
             with contextlib.suppress(OSError):
-                self.folder.parent.rmdir()   # the space's folder, once no process has one there
+                self.folder.parent.rmdir()  # the space's folder, once no process has one there
 
 
 def _resident_bytes(array: np.ndarray) -> int:
@@ -243,8 +244,10 @@ def _resident_bytes(array: np.ndarray) -> int:
     vec = np.zeros(pages, np.uint8)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    if libc.mincore(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(size), vec.ctypes.data_as(ctypes.c_void_p)):
-        return size   # cannot tell: count it all
+    if libc.mincore(
+        ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(size), vec.ctypes.data_as(ctypes.c_void_p)
+    ):
+        return size  # cannot tell: count it all
     return int(np.count_nonzero(vec & 1)) * mmap.PAGESIZE
 
 

@@ -18,11 +18,12 @@ Dependency layers come from the store (checked against their checksums, a block
 at a time straight into their slot) or, for `solve --synthetic-deps`, from a
 seeded hash with realistic shares of wins, draws and losses.
 """
+
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -40,7 +41,7 @@ _NO_LAYER = np.zeros(1, dtype=np.uint64)
 
 
 # -- dependency rows -------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def row_slots(variant: Variant, b: int) -> dict:
     """m -> (first word, words) of layer (b, m) in row b's array: every layer a
     capture can reach (m >= 2), larger m first, each slot whole pages."""
@@ -59,6 +60,7 @@ def row_words(variant: Variant, b: int) -> int:
 @dataclass(frozen=True)
 class DepSource:
     """Where dependency layers come from: the store, or (synthetic) a seed."""
+
     synthetic_seed: int | None = None
 
     def identity(self, layer: tuple, sha256: str | None) -> str:
@@ -81,8 +83,14 @@ def fill_synthetic(variant: Variant, seed: int, layer: tuple, out: np.ndarray) -
     win, loss = synthetic_shares(variant, *layer)
     limit = 1 << 32
     salt = layer[0] * 1000 + layer[1]
-    kernels.synthetic_codes(out, variant.layer_size(*layer), np.uint64(seed), np.uint64(salt),
-                            np.uint64(int(win * limit)), np.uint64(int((win + loss) * limit)))
+    kernels.synthetic_codes(
+        out,
+        variant.layer_size(*layer),
+        np.uint64(seed),
+        np.uint64(salt),
+        np.uint64(int(win * limit)),
+        np.uint64(int((win + loss) * limit)),
+    )
 
 
 def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: int, shas: dict):
@@ -111,11 +119,11 @@ def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha25
     identity = source.identity(layer, sha256)
     if space.has(name, identity):
         return
-    first, words = row_slots(variant, layer[0])[layer[1]]
+    first, _words = row_slots(variant, layer[0])[layer[1]]
     with space.locked(name):
         if space.has(name, identity):
             return
-        slot = row[first:first + kernels.code_words(variant.layer_size(*layer))]
+        slot = row[first : first + kernels.code_words(variant.layer_size(*layer))]
         if source.synthetic_seed is not None:
             fill_synthetic(variant, source.synthetic_seed, layer, slot)
         else:
@@ -129,7 +137,7 @@ def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
         if m not in row_slots(variant, b):
             continue
         first, words = row_slots(variant, b)[m]
-        space.array(dep_row(b), row_words(variant, b))   # mapped here, so that free() can reach it
+        space.array(dep_row(b), row_words(variant, b))  # mapped here, so that free() can reach it
         space.unmark(dep_slot((b, m)))
         space.free(dep_row(b), first, words)
 
@@ -150,7 +158,7 @@ class HostPair:
         words = kernels.code_words(pair.layer_size)
         codes = {l: self.space.array(codes_array(pair.key, l), words) for l in pair.layers}
         shared = self.space.array(round_array(pair.key), words)
-        found = {l: shared for l in pair.layers}   # one layer's round at a time
+        found = dict.fromkeys(pair.layers, shared)  # one layer's round at a time
         bundles = {l: dep_bundle(self.space, job, source, *l, dep_shas) for l in pair.layers}
         self.state = PairState(job.variant, pair.a, pair.b, codes=codes, found=found, bundles=bundles)
 
@@ -168,8 +176,9 @@ class HostPair:
             store = self.job.store()
             for round_ in range(self.applied() + 1, upto + 1):
                 marker = read_json(store, round_marker(self.pair.key, round_))
-                exact[round_] = self.state.apply(decode_part(store.read_bytes(name))
-                                                 for name in marker["parts"])
+                exact[round_] = self.state.apply(
+                    decode_part(store.read_bytes(name)) for name in marker["parts"]
+                )
                 self.space.write_state(applied_mark(self.pair.key), {"round": round_})
         return exact
 

@@ -12,14 +12,15 @@ chunk at a time from the checkpoints.
 The figures are what the solve of the pairs with k1 + k2 >= 28 measured on this
 machine class (benchmarks/scale_bench.py prints the measured side by side).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..game.dag import PairPlan, Plan
 from ..game.variant import Variant
 from ..naming import layer_name
 from .hostmem import page_round
-from ..game.dag import PairPlan, Plan
 
 GiB = 1 << 30
 # A worker process before it holds any layer: Python, numpy, numba with the
@@ -46,10 +47,11 @@ def layer_bytes(variant: Variant, layer: tuple) -> int:
 @dataclass(frozen=True)
 class HostMemory:
     """Bytes a pair needs on one host."""
-    pair: int                # codes and round arrays
-    deps: int                # its dependency layers
-    tasks: int               # the running tasks' chunks
-    processes: int           # the worker processes' fixed cost
+
+    pair: int  # codes and round arrays
+    deps: int  # its dependency layers
+    tasks: int  # the running tasks' chunks
+    processes: int  # the worker processes' fixed cost
 
     @property
     def total(self) -> int:
@@ -60,16 +62,19 @@ def task_bytes(chunk_size: int, layer_size: int) -> int:
     return int(TASK_BYTES_PER_POSITION * min(chunk_size, layer_size)) + TASK_FIXED_BYTES
 
 
-def pair_memory(variant: Variant, pair: PairPlan, chunk_size: int, threads: int, processes: int,
-                deps: set | None = None) -> HostMemory:
+def pair_memory(
+    variant: Variant, pair: PairPlan, chunk_size: int, threads: int, processes: int, deps: set | None = None
+) -> HostMemory:
     """A large pair's need on one host running `threads` tasks at once in
     `processes` worker processes. `deps`: the dependency layers held (by default
     the pair's own; pairs in flight together share theirs)."""
     held = pair.deps if deps is None else deps
-    return HostMemory(pair=code_bytes(pair.layer_size) * (len(pair.layers) + 1),
-                      deps=sum(layer_bytes(variant, layer) for layer in held),
-                      tasks=threads * task_bytes(chunk_size, pair.layer_size),
-                      processes=processes * PROCESS_BYTES)
+    return HostMemory(
+        pair=code_bytes(pair.layer_size) * (len(pair.layers) + 1),
+        deps=sum(layer_bytes(variant, layer) for layer in held),
+        tasks=threads * task_bytes(chunk_size, pair.layer_size),
+        processes=processes * PROCESS_BYTES,
+    )
 
 
 def together(variant: Variant, pairs: list, chunk_size: int, threads: int, processes: int) -> HostMemory:
@@ -77,10 +82,12 @@ def together(variant: Variant, pairs: list, chunk_size: int, threads: int, proce
     dependency layers are held once, the tasks and processes are the same."""
     deps = set().union(*(set(p.deps) for p in pairs)) if pairs else set()
     largest = max((p.layer_size for p in pairs), default=0)
-    return HostMemory(pair=sum(code_bytes(p.layer_size) * (len(p.layers) + 1) for p in pairs),
-                      deps=sum(layer_bytes(variant, layer) for layer in deps),
-                      tasks=threads * task_bytes(chunk_size, largest) if pairs else 0,
-                      processes=processes * PROCESS_BYTES)
+    return HostMemory(
+        pair=sum(code_bytes(p.layer_size) * (len(p.layers) + 1) for p in pairs),
+        deps=sum(layer_bytes(variant, layer) for layer in deps),
+        tasks=threads * task_bytes(chunk_size, largest) if pairs else 0,
+        processes=processes * PROCESS_BYTES,
+    )
 
 
 def plan_peak(plan: Plan, chunk_size: int, threads: int, processes: int) -> HostMemory:
@@ -110,6 +117,8 @@ def describe(plan: Plan, chunk_size: int, threads: int, processes: int) -> str:
     for p in plan.pairs:
         deps = " ".join(layer_name(*d) for d in p.deps) or "-"
         need = pair_memory(v, p, chunk_size, threads, processes)
-        lines.append(f"{p.captured:3d}  {p.key:<12} {p.layer_size:14,d} {p.positions:14,d} "
-                     f"{p.dep_positions:15,d} {need.total / GiB:8.2f} GiB  {deps}")
+        lines.append(
+            f"{p.captured:3d}  {p.key:<12} {p.layer_size:14,d} {p.positions:14,d} "
+            f"{p.dep_positions:15,d} {need.total / GiB:8.2f} GiB  {deps}"
+        )
     return "\n".join(lines)

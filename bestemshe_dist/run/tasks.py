@@ -15,6 +15,7 @@ each host's shared memory (hostpair.py), never through the driver.
   the workers (distances rebuilt from the checkpoints a chunk at a time), then
   each layer file assembled from the compressed frames.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,17 +30,25 @@ from ..data.checkpoint import decode_part, encode_part
 from ..data.checksums import FileSums, LayerSums, manifest_record
 from ..data.layer_files import distance_bytes, distance_width, encode_distances, encode_layer
 from ..data.store import Store, StoreJob
+from ..game.dag import PairPlan
 from ..game.geometry import partner
 from ..game.variant import Variant
 from ..naming import (
-    flush_lock, layer_file, layer_name, parse_part, part_name, publish_part_name, round_array, small_round_mark, staged,
-    sums_file
+    flush_lock,
+    layer_file,
+    layer_name,
+    parse_part,
+    part_name,
+    publish_part_name,
+    round_array,
+    small_round_mark,
+    staged,
+    sums_file,
 )
 from ..solve import kernels
 from ..solve.pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
 from . import hostmem
 from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
-from ..game.dag import PairPlan
 
 WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 
@@ -47,10 +56,11 @@ WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 @dataclass(frozen=True)
 class Job(StoreJob):
     """A solve's tasks: the store and variant, and how to solve."""
+
     method: str = FRONTIER
-    dtz: bool = False               # also write distance tables (layer_*_dtz.bin)
-    space: str = ""                 # this solve run's host memory (hostmem.py); set by the driver
-    synthetic: int | None = None    # seed of synthetic dependency layers (solve --synthetic-deps)
+    dtz: bool = False  # also write distance tables (layer_*_dtz.bin)
+    space: str = ""  # this solve run's host memory (hostmem.py); set by the driver
+    synthetic: int | None = None  # seed of synthetic dependency layers (solve --synthetic-deps)
 
     @property
     def dep_source(self) -> DepSource:
@@ -84,8 +94,9 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
         shas[(entry["k1"], entry["k2"])] = entry["sha256"]["win"]
     space = hostmem.space(job.space)
     bundles = {layer: dep_bundle(space, job, job.dep_source, *layer, shas) for layer in pair.layers}
-    result = solve_pair(job.variant, pair.a, pair.b, None, method=job.method, with_dtz=job.dtz,
-                        bundles=bundles)
+    result = solve_pair(
+        job.variant, pair.a, pair.b, None, method=job.method, with_dtz=job.dtz, bundles=bundles
+    )
     store = job.store()
     entries = {}
     for k1, k2 in pair.layers:
@@ -98,22 +109,39 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
             outputs["dtz"] = encode_distances(result.dtz[(k1, k2)], distance_width(max_dtz))
         files, checksums = write_layer_files(store, (k1, k2), outputs, staged)
         entries[(k1, k2)] = layer_entry(
-            pair, (k1, k2), files, checksums, counts, result.rounds, result.evaluations, job.method,
-            result.seconds, time.perf_counter() - start, max_dtz)
+            pair,
+            (k1, k2),
+            files,
+            checksums,
+            counts,
+            result.rounds,
+            result.evaluations,
+            job.method,
+            result.seconds,
+            time.perf_counter() - start,
+            max_dtz,
+        )
     return entries
 
 
-def layer_entry(pair, layer, files, checksums, counts, rounds, evaluations, method, solve_s, publish_s,
-                max_dtz=None) -> dict:
+def layer_entry(
+    pair, layer, files, checksums, counts, rounds, evaluations, method, solve_s, publish_s, max_dtz=None
+) -> dict:
     wins, draws, losses = counts
     entry = {
-        "k1": layer[0], "k2": layer[1], "pair": pair.key, "positions": pair.layer_size,
+        "k1": layer[0],
+        "k2": layer[1],
+        "pair": pair.key,
+        "positions": pair.layer_size,
         "bytes": {kind: size for kind, (size, _) in files.items()},
         "sha256": {kind: digest for kind, (_, digest) in files.items()},
-        "checksums": checksums,     # the sidecar of every frame's checksum (checksums.py)
+        "checksums": checksums,  # the sidecar of every frame's checksum (checksums.py)
         "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
-        "rounds": rounds, "evaluations": int(evaluations), "method": method,
-        "solve_seconds": round(solve_s, 3), "publish_seconds": round(publish_s, 3),
+        "rounds": rounds,
+        "evaluations": int(evaluations),
+        "method": method,
+        "solve_seconds": round(solve_s, 3),
+        "publish_seconds": round(publish_s, 3),
     }
     if max_dtz is not None:
         # DRAW positions store 0; the width says how to read the table.
@@ -131,7 +159,7 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
         return published
     entry = pair_entries[layer]
     for name in [layer_file(k1, k2, kind) for kind in entry["bytes"]] + [sums_file(k1, k2)]:
-        store.move(staged(name), name)   # the sidecar last: a file is never checked by a stale one
+        store.move(staged(name), name)  # the sidecar last: a file is never checked by a stale one
     return entry
 
 
@@ -159,9 +187,20 @@ def _write_part(store: Store, name: str, delta: Delta) -> None:
     store.write_bytes(name, encode_part(delta))
 
 
-def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int,
-                     mode: str, layer: tuple, chunk: int, lo: int, hi: int, sources: list,
-                     piece: tuple | None = None) -> dict:
+def round_chunk_task(
+    job: Job,
+    pair: PairPlan,
+    dep_shas: dict,
+    series: str,
+    round_: int,
+    mode: str,
+    layer: tuple,
+    chunk: int,
+    lo: int,
+    hi: int,
+    sources: list,
+    piece: tuple | None = None,
+) -> dict:
     """Round `round_` for ranks [lo, hi) of `layer`, on this host's copy of the pair
     (brought up to the previous round from the checkpoints first).
 
@@ -187,12 +226,19 @@ def round_chunk_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
         if delta.decided:
             result["name"] = part_name(pair.key, round_, layer, chunk, "s")
             _write_part(job.store(), result["name"], delta)
-        result.update(wins=delta.wins, losses=delta.losses, evaluations=delta.evaluations,
-                      undecided_before=delta.evaluations, task_bytes=delta.dense.nbytes)
+        result.update(
+            wins=delta.wins,
+            losses=delta.losses,
+            evaluations=delta.evaluations,
+            undecided_before=delta.evaluations,
+            task_bytes=delta.dense.nbytes,
+        )
     else:
         mark = time.perf_counter()
-        fresh_lo, fresh, biggest = _SOURCES.get((job.space, pair.key, round_, tuple(layer), chunk),
-                                                lambda: _read_sources(job.store(), lo, hi, sources))
+        fresh_lo, fresh, biggest = _SOURCES.get(
+            (job.space, pair.key, round_, tuple(layer), chunk),
+            lambda: _read_sources(job.store(), lo, hi, sources),
+        )
         phases["sources"] = time.perf_counter() - mark
         mark = time.perf_counter()
         wins, losses, evaluated = state.frontier(layer, fresh, fresh_lo, *(piece or (lo, hi)))
@@ -220,6 +266,7 @@ def _read_sources(store: Store, lo: int, hi: int, names: list) -> tuple:
 def _worker_threads() -> int:
     try:
         from distributed import get_worker
+
         return get_worker().state.nthreads
     except (ImportError, ValueError, AttributeError):
         return 1
@@ -240,14 +287,16 @@ def memory_domain(job: Job) -> str:
     try:
         from distributed import get_worker
         from distributed.comm import get_address_host
+
         address = get_worker().address
         return address if hostmem.is_private(job.space) else get_address_host(address)
     except (ImportError, ValueError):
         return "local"
 
 
-def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunks: list,
-                     tag: str, layer: tuple) -> dict:
+def flush_round_task(
+    job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunks: list, tag: str, layer: tuple
+) -> dict:
     """After every task of one half of a frontier round (the one deciding `layer`):
     write this host's decisions of it in `chunks` ((chunk, lo, hi): ranks [lo, hi)
     of its round array) as checkpoint parts, one per chunk that has any, emptying
@@ -258,7 +307,7 @@ def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     decisions."""
     space = hostmem.space(job.space)
     if not space.has(round_array(pair.key)):
-        return {"parts": {}, "tag": tag}      # this host holds nothing of the pair
+        return {"parts": {}, "tag": tag}  # this host holds nothing of the pair
     state = host_pair(job, pair, dep_shas, job.dep_source).state
     store = job.store()
     parts = {}
@@ -268,8 +317,17 @@ def flush_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     return {"parts": parts, "tag": tag}
 
 
-def _flush_chunk(store: Store, state: PairState, pair: PairPlan, round_: int, layer: tuple, chunk: int,
-                 lo: int, hi: int, tag: str) -> dict:
+def _flush_chunk(
+    store: Store,
+    state: PairState,
+    pair: PairPlan,
+    round_: int,
+    layer: tuple,
+    chunk: int,
+    lo: int,
+    hi: int,
+    tag: str,
+) -> dict:
     """Write the round array's decisions of `layer` in [lo, hi) as the chunk's part,
     then empty the range; returns {part: decisions} (nothing when none)."""
     name = part_name(pair.key, round_, layer, chunk, tag)
@@ -285,8 +343,9 @@ def _flush_chunk(store: Store, state: PairState, pair: PairPlan, round_: int, la
     return parts
 
 
-def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk_size: int,
-                     sources: list) -> dict:
+def small_round_task(
+    job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk_size: int, sources: list
+) -> dict:
     """A frontier round with few sources (`sources`: the previous round's parts),
     whole in one task: each half's frontier over every chunk that has sources,
     then its decisions taken out of this host's round array and written as parts,
@@ -304,8 +363,17 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     by_chunk: dict = {}
     for name in sources:
         by_chunk.setdefault(parse_part(name), []).append(name)
-    result = {"host": domain, "exact": exact, "name": None, "parts": {}, "wins": 0, "losses": 0,
-              "evaluations": 0, "task_bytes": 0, "phases": {"sync": time.perf_counter() - start}}
+    result = {
+        "host": domain,
+        "exact": exact,
+        "name": None,
+        "parts": {},
+        "wins": 0,
+        "losses": 0,
+        "evaluations": 0,
+        "task_bytes": 0,
+        "phases": {"sync": time.perf_counter() - start},
+    }
     phases = result["phases"]
     with space.locked(small_round_mark(pair.key)):
         # A try of this round that died here left decisions in the round array (a
@@ -337,9 +405,20 @@ def small_round_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, roun
     return result
 
 
-def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, final_round: int,
-                      layer: tuple, table: str, group: int, first_block: int, end_block: int,
-                      width: int = 1, round_parts: list | None = None) -> dict:
+def publish_part_task(
+    job: Job,
+    pair: PairPlan,
+    dep_shas: dict,
+    series: str,
+    final_round: int,
+    layer: tuple,
+    table: str,
+    group: int,
+    first_block: int,
+    end_block: int,
+    width: int = 1,
+    round_parts: list | None = None,
+) -> dict:
     """Compress blocks [first_block, end_block) of one of a solved layer's files and
     write the frames, concatenated, as part files: table "bits" gives the win and
     draw files' blocks (from this host's codes), table "dtz" the distance file's
@@ -350,7 +429,7 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
     result = {"table": table, "group": group, "sizes": {}}
     if _already_published(job.store(), layer) is not None:
-        return result       # recomputed after its layer was published (its worker died): nothing to do
+        return result  # recomputed after its layer was published (its worker died): nothing to do
     if table == "bits":
         host = host_pair(job, pair, dep_shas, job.dep_source)
         host.sync(final_round)
@@ -359,8 +438,9 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
         w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
         win = np.zeros(nbytes, np.uint8)
         draw = np.zeros(nbytes, np.uint8)
-        counts = kernels.codes_to_bitsets(codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0],
-                                          draw.view(np.uint32)[: w1 - w0])
+        counts = kernels.codes_to_bitsets(
+            codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0], draw.view(np.uint32)[: w1 - w0]
+        )
         result["counts"] = [int(c) for c in counts]
         blocks = {"win": win, "draw": draw}
     else:
@@ -371,6 +451,7 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
         def rounds():
             for names in round_parts:
                 yield [decode_part(store.read_bytes(name)) for name in names]
+
         dtz = distances_from(job.variant, job.variant.board_stones(*layer), lo, hi, rounds(), width)
         raw = np.zeros(nbytes, np.uint8)
         data = distance_bytes(dtz, width)
@@ -385,8 +466,9 @@ def publish_part_task(job: Job, pair: PairPlan, dep_shas: dict, series: str, fin
     return result
 
 
-def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int,
-                        evaluations: int, solve_seconds: float) -> dict:
+def assemble_layer_task(
+    job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int, evaluations: int, solve_seconds: float
+) -> dict:
     """Build a layer's files from the compressed parts (no decompression) and put
     each in place whole; returns the manifest entry."""
     start = time.perf_counter()
@@ -404,16 +486,26 @@ def assemble_layer_task(job: Job, pair: PairPlan, layer: tuple, parts: list, rou
             data = store.read_bytes(publish_part_name(pair.key, layer, kind, part["group"]))
             offset = 0
             for size in part["sizes"][kind]:
-                frames.append(data[offset:offset + size])
+                frames.append(data[offset : offset + size])
                 offset += size
         if frames:
             outputs[kind] = fmt.build_file(frames)
     files, checksums = write_layer_files(store, layer, outputs)
     counts = np.sum([p["counts"] for p in parts if p["table"] == "bits"], axis=0)
     dtz_parts = [p["max"] for p in parts if p["table"] == "dtz"]
-    return layer_entry(pair, layer, files, checksums, counts, rounds, evaluations, job.method,
-                       solve_seconds, time.perf_counter() - start,
-                       max(dtz_parts) if dtz_parts else None)
+    return layer_entry(
+        pair,
+        layer,
+        files,
+        checksums,
+        counts,
+        rounds,
+        evaluations,
+        job.method,
+        solve_seconds,
+        time.perf_counter() - start,
+        max(dtz_parts) if dtz_parts else None,
+    )
 
 
 # -- upkeep ----------------------------------------------------------------------------
@@ -435,8 +527,10 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
             return None
     record = entry.get("checksums")
     if not record:
-        sums = LayerSums(tuple(layer), {kind: FileSums.of_file(raw, layer_file(*layer, kind))
-                                        for kind, raw in data.items()})
+        sums = LayerSums(
+            tuple(layer),
+            {kind: FileSums.of_file(raw, layer_file(*layer, kind)) for kind, raw in data.items()},
+        )
         sidecar = sums.to_bytes()
         store.write_bytes(sums_file(*layer), sidecar)
         return {**entry, "checksums": manifest_record(sums, sidecar)}
@@ -476,7 +570,7 @@ def host_memory_room(space_name: str) -> tuple:
     there already; the folder): a container's /dev/shm can be far smaller than
     its memory."""
     if hostmem.is_private(space_name):
-        return None, str(hostmem.root())   # the arrays are the process's memory, not the folder's
+        return None, str(hostmem.root())  # the arrays are the process's memory, not the folder's
     return hostmem.free_bytes() + hostmem.space(space_name).bytes_held(), str(hostmem.root())
 
 

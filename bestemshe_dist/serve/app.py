@@ -23,6 +23,7 @@ for a damaged or unreachable block, or a store that did not answer within the
 request timeout. The oracle's blocking reads run on a thread pool, so one slow
 request never stops the others.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,19 +39,20 @@ from aiohttp import web
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.position import Position, random_symmetric
 from ..naming import layer_name, parse_layer_name
-from ..oracle.tablebase import VALUE_OF, Tablebase, mainline_report
+from ..oracle.report import mainline_report
+from ..oracle.tablebase import VALUE_OF, Tablebase
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH = 100_000          # positions in one POST /api/positions
-MAX_PLIES = 1000             # the most a mainline request may ask for
+MAX_BATCH = 100_000  # positions in one POST /api/positions
+MAX_PLIES = 1000  # the most a mainline request may ask for
 DEFAULT_PLIES = 400
-REQUEST_SECONDS = 10.0       # the oracle's work for one request, reads included
+REQUEST_SECONDS = 10.0  # the oracle's work for one request, reads included
 TABLEBASE = web.AppKey("tablebase", Tablebase)
 POOL = web.AppKey("pool", ThreadPoolExecutor)
 TIMEOUT = web.AppKey("timeout", float)
 STATIC = Path(__file__).with_name("static")
-RANDOM_TRIES = 10_000        # draws for a position with a move to make
+RANDOM_TRIES = 10_000  # draws for a position with a move to make
 
 
 class NotHeld(BestemsheError):
@@ -77,9 +79,17 @@ def _position(tb: Tablebase, text: str | None) -> Position:
 
 
 def _move(m) -> dict:
-    return {"pit": m.pit + 1, "index": m.pit, "stones": m.stones, "captured": m.captured,
-            "ends_game": m.ends_game, "child": None if m.child is None else str(m.child),
-            "category": m.value, "dtz": m.dtz, "child_dtz": m.child_dtz}
+    return {
+        "pit": m.pit + 1,
+        "index": m.pit,
+        "stones": m.stones,
+        "captured": m.captured,
+        "ends_game": m.ends_game,
+        "child": None if m.child is None else str(m.child),
+        "category": m.value,
+        "dtz": m.dtz,
+        "child_dtz": m.child_dtz,
+    }
 
 
 def position_answer(tb: Tablebase, pos: Position) -> dict:
@@ -88,9 +98,16 @@ def position_answer(tb: Tablebase, pos: Position) -> dict:
     found = tb.analyse(pos)
     choice = found.best_move()
     return {
-        "position": str(pos), "k1": pos.k1, "k2": pos.k2, "pits": list(pos.pits), "rank": pos.rank(),
-        "category": found.probe.value, "dtz": found.probe.dtz, "distances": found.distances,
-        "dtz_meaning": "plies to the next capture or the end of the game under best play" if found.distances
+        "position": str(pos),
+        "k1": pos.k1,
+        "k2": pos.k2,
+        "pits": list(pos.pits),
+        "rank": pos.rank(),
+        "category": found.probe.value,
+        "dtz": found.probe.dtz,
+        "distances": found.distances,
+        "dtz_meaning": "plies to the next capture or the end of the game under best play"
+        if found.distances
         else "no distance table for this layer",
         "verified": found.verified,
         "moves": [_move(m) for m in found.ordered_moves()],
@@ -114,17 +131,20 @@ def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
     if raw and b"true" not in raw and b"false" not in raw:
         try:
             quick = np.array(given)
-        except (ValueError, TypeError, OverflowError):     # ragged, mixed kinds: the careful path says what
+        except (ValueError, TypeError, OverflowError):  # ragged, mixed kinds: the careful path says what
             quick = None
         if quick is not None and quick.dtype.kind == "i" and quick.shape == (len(given), width):
             rows = quick.astype(np.int64, copy=False)
     if rows is None:
-        rows = tb.rows(given)       # position by position, a bad one named by its row
+        rows = tb.rows(given)  # position by position, a bad one named by its row
     _require_rows(tb, rows)
     got = tb.probe_many(rows)
     names = np.array([VALUE_OF[x] for x in (-1, 0, 1)])
-    return {"count": len(got), "category": names[got.value.astype(np.int64) + 1].tolist(),
-            "dtz": [None if d < 0 else d for d in got.dtz.tolist()]}
+    return {
+        "count": len(got),
+        "category": names[got.value.astype(np.int64) + 1].tolist(),
+        "dtz": [None if d < 0 else d for d in got.dtz.tolist()],
+    }
 
 
 def batch_bytes(tb: Tablebase, body: bytes) -> bytes:
@@ -189,7 +209,9 @@ async def _run(request: web.Request, work):
     try:
         return await asyncio.wait_for(loop.run_in_executor(request.app[POOL], work), request.app[TIMEOUT])
     except asyncio.TimeoutError:
-        raise StoreError(f"{request.app[TABLEBASE].url} did not answer within {request.app[TIMEOUT]:g} s.") from None
+        raise StoreError(
+            f"{request.app[TABLEBASE].url} did not answer within {request.app[TIMEOUT]:g} s."
+        ) from None
 
 
 async def get_position(request: web.Request) -> web.Response:
@@ -215,8 +237,9 @@ async def post_positions(request: web.Request) -> web.Response:
     tb = request.app[TABLEBASE]
     data = await request.read()
     if request.content_type == "application/octet-stream":
-        return web.Response(body=await _run(request, lambda: batch_bytes(tb, data)),
-                            content_type="application/octet-stream")
+        return web.Response(
+            body=await _run(request, lambda: batch_bytes(tb, data)), content_type="application/octet-stream"
+        )
     try:
         # orjson: the stdlib's json.loads took 20 ms for 10,000 positions, more than
         # everything else the request costs (benchmarks/serve_bench.py)
@@ -246,12 +269,23 @@ def layers_answer(tb: Tablebase) -> dict:
     try:
         first = Position.start(v)
         start = str(first) if held is None or first.layer in held else None
-    except UsageError:      # a variant with no equal-pits start
+    except UsageError:  # a variant with no equal-pits start
         pass
-    rows = None if held is None else [
-        {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "board_stones": v.board_stones(k1, k2),
-         "positions": v.layer_size(k1, k2), "distances": tb.has_distances(k1, k2)}
-        for k1, k2 in sorted(held, key=lambda l: (-v.board_stones(*l), l))]
+    rows = (
+        None
+        if held is None
+        else [
+            {
+                "layer": layer_name(k1, k2),
+                "k1": k1,
+                "k2": k2,
+                "board_stones": v.board_stones(k1, k2),
+                "positions": v.layer_size(k1, k2),
+                "distances": tb.has_distances(k1, k2),
+            }
+            for k1, k2 in sorted(held, key=lambda l: (-v.board_stones(*l), l))
+        ]
+    )
     return {"variant": v.as_dict(), "start": start, "layers": rows}
 
 
@@ -285,7 +319,9 @@ def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | 
         pos = Position.from_rank(v, *layer, int(rng.integers(size)))
         if pos.legal_pits():
             return {"position": str(pos), "layer": layer_name(*layer)}
-    raise UsageError(f"no position with a move found in layer {layer_name(*layer)} in {RANDOM_TRIES:,} draws.")
+    raise UsageError(
+        f"no position with a move found in layer {layer_name(*layer)} in {RANDOM_TRIES:,} draws."
+    )
 
 
 async def get_layers(request: web.Request) -> web.Response:
@@ -297,8 +333,9 @@ async def get_random(request: web.Request) -> web.Response:
     tb = request.app[TABLEBASE]
     query = request.query
     symmetric = query.get("symmetric", "0").strip().lower() in ("1", "true", "yes")
-    return web.json_response(await _run(request, lambda: random_answer(tb, query.get("layer"), symmetric,
-                                                                          query.get("seed"))))
+    return web.json_response(
+        await _run(request, lambda: random_answer(tb, query.get("layer"), symmetric, query.get("seed")))
+    )
 
 
 async def get_index(request: web.Request) -> web.FileResponse:
@@ -308,9 +345,15 @@ async def get_index(request: web.Request) -> web.FileResponse:
 async def get_health(request: web.Request) -> web.Response:
     tb = request.app[TABLEBASE]
     held = tb.layers()
-    return web.json_response({"tablebase": tb.url, "variant": tb.variant.as_dict(),
-                              "layers": None if held is None else len(held),
-                              "reads": tb.reads(), "cache_limit_bytes": tb.cache_bytes})
+    return web.json_response(
+        {
+            "tablebase": tb.url,
+            "variant": tb.variant.as_dict(),
+            "layers": None if held is None else len(held),
+            "reads": tb.reads(),
+            "cache_limit_bytes": tb.cache_bytes,
+        }
+    )
 
 
 @web.middleware
@@ -321,16 +364,20 @@ async def one_sentence_errors(request: web.Request, handler):
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return web.json_response({"error": f"{exc.reason}: {request.method} {request.path}."}, status=exc.status)
+        return web.json_response(
+            {"error": f"{exc.reason}: {request.method} {request.path}."}, status=exc.status
+        )
     except UsageError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     except NotHeld as exc:
         return web.json_response({"error": str(exc)}, status=404)
     except (FormatError, StoreError) as exc:
         return web.json_response({"error": str(exc)}, status=503)
-    except Exception:   # a bug of ours: logged here, one sentence there
+    except Exception:  # a bug of ours: logged here, one sentence there
         log.exception("request %s %s failed", request.method, request.path_qs)
-        return web.json_response({"error": "the server failed on this request; its log says why."}, status=500)
+        return web.json_response(
+            {"error": "the server failed on this request; its log says why."}, status=500
+        )
 
 
 def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int = 8) -> web.Application:
@@ -351,13 +398,21 @@ def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int 
 
     async def close_pool(app):
         app[POOL].shutdown(wait=False, cancel_futures=True)
+
     app.on_cleanup.append(close_pool)
     return app
 
 
-def serve(tb: Tablebase, host: str = "127.0.0.1", port: int = 8000, *, timeout: float = REQUEST_SECONDS,
-          print_line=print) -> None:
+def serve(
+    tb: Tablebase,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    timeout: float = REQUEST_SECONDS,
+    print_line=print,
+) -> None:
     """Run the server until Ctrl-C or SIGTERM; port 0 takes a free port (the line printed says which)."""
+
     async def main():
         runner = web.AppRunner(create_app(tb, timeout=timeout), access_log=None)
         await runner.setup()
@@ -368,7 +423,9 @@ def serve(tb: Tablebase, host: str = "127.0.0.1", port: int = 8000, *, timeout: 
             except OSError as exc:
                 raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
             bound = site._server.sockets[0].getsockname()[1]
-            print_line(f"serving {tb.url} ({tb.variant.describe()}) on http://{host}:{bound}/  (Ctrl-C stops)")
+            print_line(
+                f"serving {tb.url} ({tb.variant.describe()}) on http://{host}:{bound}/  (Ctrl-C stops)"
+            )
             stop = asyncio.Event()
             # SIGTERM (Kubernetes, compose, systemd) stops it as Ctrl-C does: cleanly, exit 0
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

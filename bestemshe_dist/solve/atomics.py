@@ -9,6 +9,7 @@ instructions, which also order correctly between processes mapping the same
 pages. Measured here: about 20 ns per uncontended compare-and-swap, paid once
 per decision, against roughly 100 ns of un-moves and ranks per source.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,6 +34,7 @@ def atomic_or(typingctx, arr, index, value):
         ary, index, value = args
         ptr = _word_pointer(context, builder, sig.args[0], ary, index)
         return builder.atomic_rmw("or", ptr, value, "seq_cst")
+
     return sig, codegen
 
 
@@ -49,6 +51,7 @@ def compare_and_swap(typingctx, arr, index, expected, new):
         ptr = _word_pointer(context, builder, sig.args[0], ary, index)
         result = builder.cmpxchg(ptr, expected, new, "seq_cst", "seq_cst")
         return builder.extract_value(result, 0)
+
     return sig, codegen
 
 

@@ -12,13 +12,23 @@ one cache miss per child instead of two (win and draw bitsets).
 
 Kernels take arrays and integers only; they never see a URL, a dict or a Dask object.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import literally, njit
 
 from ..game.rules import (
-    MOVE_EMPTY, MOVE_WIN, child_rank, landing, rank, successor, unmove_board, unmove_rank, unmove_specs, unrank
+    MOVE_EMPTY,
+    MOVE_WIN,
+    child_rank,
+    landing,
+    rank,
+    successor,
+    unmove_board,
+    unmove_rank,
+    unmove_specs,
+    unrank,
 )
 from .atomics import claim_code
 from .prefetch import prefetch
@@ -124,8 +134,9 @@ def _queue_children(board, pits, win_kazan, k1, other, deps, dep_start, binom, o
             kids[slot, count] = child << 1
             prefetch(other, child >> 5)
         else:
-            child = dep_start[captured // 2 - 1] + child_rank(board, pit, pits, binom, captured, laps, rest,
-                                                              keep, last)
+            child = dep_start[captured // 2 - 1] + child_rank(
+                board, pit, pits, binom, captured, laps, rest, keep, last
+            )
             kids[slot, count] = (child << 1) | 1
             prefetch(deps, child >> 5)
         count += 1
@@ -162,8 +173,9 @@ def _decide_into(out, out_lo, ranks, kids, counts, flags, slot, other, deps):
 
 
 @njit(cache=True, nogil=True)
-def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start, binom, out, out_lo,
-                other_empty):
+def sweep_range(
+    pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start, binom, out, out_lo, other_empty
+):
     """Evaluate every undecided position of layer (k1, k2) with rank in [lo, hi).
 
     own:   codes of this layer (only read, to skip decided positions);
@@ -206,8 +218,9 @@ def sweep_range(pits, win_kazan, k1, stones, lo, hi, own, other, deps, dep_start
                 new_loss += code == LOSS
                 done += 1
             ranks[slot] = x
-            counts[slot], flags[slot] = _queue_children(board, pits, win_kazan, k1, other, deps, dep_start,
-                                                        binom, other_empty, kids, slot)
+            counts[slot], flags[slot] = _queue_children(
+                board, pits, win_kazan, k1, other, deps, dep_start, binom, other_empty, kids, slot
+            )
             queued += 1
         if x + 1 < hi:
             successor(board)
@@ -238,8 +251,9 @@ def _every_queued_child_wins(kids, slot, count, other, deps):
 
 
 @njit(cache=True, nogil=True)
-def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start,
-                   binom):
+def frontier_range(
+    pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start, binom
+):
     """Re-evaluate the predecessors of positions decided in the previous round.
 
     fresh: codes of the paired layer (k2, k1) holding only its positions decided in
@@ -266,8 +280,9 @@ def frontier_range(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, fo
     round 2, 41M LOSS sources: 6.7 s against 11.8 s).
     """
     wins = _frontier_wins(pits, stones, fresh, fresh_lo, lo, hi, own, found, binom)
-    losses, evaluated = _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other,
-                                         deps, dep_start, binom)
+    losses, evaluated = _frontier_checks(
+        pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start, binom
+    )
     return wins, losses, evaluated
 
 
@@ -359,8 +374,9 @@ def _settle_check(found, kids, c, check_x, check_count, other, deps):
 
 
 @njit(cache=True, nogil=True)
-def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start,
-                     binom):
+def _frontier_checks(
+    pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, found, other, deps, dep_start, binom
+):
     """frontier_range's WIN sources: each undecided predecessor not yet seen this
     round is claimed CHECKED and re-checked; it becomes a LOSS when every child is
     a WIN. Only a LOSS can be new here: a LOSS child would have been decided last
@@ -380,7 +396,7 @@ def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, 
     child = np.empty(n, np.int64)
     after = np.empty(n, np.int64)
     specs = np.empty((pits * (n + 1), 3), np.int64)
-    ring = PREDS + pits * (n + 1)   # room for PREDS waiting plus one source's predecessors
+    ring = PREDS + pits * (n + 1)  # room for PREDS waiting plus one source's predecessors
     pred_x = np.empty(ring, np.int64)
     pred_board = np.empty((ring, n), np.int64)
     check_x = np.empty(CHECKS, np.int64)
@@ -388,7 +404,7 @@ def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, 
     kids = np.empty((CHECKS, pits), np.int64)
     losses = 0
     evaluated = 0
-    first = 0           # ring entries [first, first + waiting) wait for stage B
+    first = 0  # ring entries [first, first + waiting) wait for stage B
     waiting = 0
     checks_in = 0
     checks_out = 0
@@ -416,15 +432,18 @@ def _frontier_checks(pits, win_kazan, k1, stones, fresh, fresh_lo, lo, hi, own, 
             if get_code(own, x) != UNKNOWN or get_code(found, x) != UNKNOWN:
                 continue
             if not claim_code(found, x, CHECKED, False):
-                continue   # another task on this host got there first
+                continue  # another task on this host got there first
             evaluated += 1
             if checks_in - checks_out == CHECKS:
-                losses += _settle_check(found, kids, checks_out & (CHECKS - 1), check_x, check_count, other, deps)
+                losses += _settle_check(
+                    found, kids, checks_out & (CHECKS - 1), check_x, check_count, other, deps
+                )
                 checks_out += 1
             c = checks_in & (CHECKS - 1)
             checks_in += 1
-            count, flag = _queue_children(pred_board[slot], pits, win_kazan, k1, other, deps, dep_start, binom,
-                                          False, kids, c)
+            count, flag = _queue_children(
+                pred_board[slot], pits, win_kazan, k1, other, deps, dep_start, binom, False, kids, c
+            )
             check_x[c] = x
             # flag 1 (a move wins at once) cannot occur here: the position would be a
             # WIN since round 0. A count of -1 keeps it from reading as all WINs.
@@ -703,7 +722,6 @@ def count_codes(codes, npos):
         wins += _popcount(x & mask)
         losses += _popcount((x >> np.uint64(1)) & mask)
     return wins, losses, npos - wins - losses
-
 
 
 @njit(cache=True, nogil=True)

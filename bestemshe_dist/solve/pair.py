@@ -17,6 +17,7 @@ Two ways to run a round decide exactly the same positions:
 The same PairState and Delta serve a small pair solved whole inside one task and
 a large pair whose rounds run as chunk tasks across workers (run/driver.py, run/tasks.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -60,6 +61,7 @@ def chunk_ranges(size: int, chunk_size: int) -> list[tuple[int, int]]:
 class Delta:
     """Decisions of one round for one layer: dense codes over [lo, hi), or sparse
     (sorted unique ranks with their codes)."""
+
     layer: tuple
     round: int
     lo: int = 0
@@ -115,11 +117,21 @@ class Delta:
         self.apply(codes)
         return codes
 
-    def sparse(self) -> "Delta":
+    def sparse(self) -> Delta:
         """The same decisions as rank lists (a smaller checkpoint when they are few)."""
         ranks, values = self.decisions()
-        return Delta(self.layer, self.round, self.lo, self.hi, None, ranks, values,
-                     self.wins, self.losses, self.evaluations)
+        return Delta(
+            self.layer,
+            self.round,
+            self.lo,
+            self.hi,
+            None,
+            ranks,
+            values,
+            self.wins,
+            self.losses,
+            self.evaluations,
+        )
 
 
 class PairState:
@@ -137,21 +149,36 @@ class PairState:
     pair's distances come from its checkpoints at publication (distances_from).
     """
 
-    def __init__(self, variant: Variant, a: int, b: int, dep_codes: dict | None = None, with_dtz: bool = False,
-                 *, codes: dict | None = None, found: dict | None = None, bundles: dict | None = None):
+    def __init__(
+        self,
+        variant: Variant,
+        a: int,
+        b: int,
+        dep_codes: dict | None = None,
+        with_dtz: bool = False,
+        *,
+        codes: dict | None = None,
+        found: dict | None = None,
+        bundles: dict | None = None,
+    ):
         self.variant = variant
         self.layers = pair_layers(a, b)
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
-        self.codes = codes if codes is not None else {layer: kernels.new_codes(self.size) for layer in self.layers}
+        self.codes = (
+            codes if codes is not None else {layer: kernels.new_codes(self.size) for layer in self.layers}
+        )
         # One round array serves both layers: a frontier round decides one layer
         # (from its partner's sources), takes the decisions out, then the other.
         if found is None:
             shared = kernels.new_codes(self.size)
-            found = {layer: shared for layer in self.layers}
+            found = dict.fromkeys(self.layers, shared)
         self.found = found
-        self.deps = bundles if bundles is not None else {
-            layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
+        self.deps = (
+            bundles
+            if bundles is not None
+            else {layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
+        )
         self.dtz = {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
         self.round = -1  # the last round whose decisions are applied
 
@@ -161,11 +188,27 @@ class PairState:
         v = self.variant
         out = kernels.new_codes(hi - lo)
         own = self.codes[layer]
-        wins, losses, undecided = kernels.call_specialized(kernels.sweep_range, (
-            v.pits, v.win_kazan, layer[0], self.stones, lo, hi,
-            own, self.codes[partner(layer)], *self.deps[layer], v.binom, out, lo, round_ == 0))
-        return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses),
-                     evaluations=int(undecided))
+        wins, losses, undecided = kernels.call_specialized(
+            kernels.sweep_range,
+            (
+                v.pits,
+                v.win_kazan,
+                layer[0],
+                self.stones,
+                lo,
+                hi,
+                own,
+                self.codes[partner(layer)],
+                *self.deps[layer],
+                v.binom,
+                out,
+                lo,
+                round_ == 0,
+            ),
+        )
+        return Delta(
+            layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses), evaluations=int(undecided)
+        )
 
     def frontier(self, source_layer: tuple, fresh: np.ndarray, fresh_lo: int, lo: int, hi: int) -> tuple:
         """Re-evaluate the predecessors (in the partner layer) of the positions of
@@ -175,9 +218,24 @@ class PairState:
         made by this call."""
         v = self.variant
         layer = partner(source_layer)
-        result = kernels.call_specialized(kernels.frontier_range, (
-            v.pits, v.win_kazan, layer[0], self.stones, fresh, fresh_lo, lo, hi,
-            self.codes[layer], self.found[layer], self.codes[source_layer], *self.deps[layer], v.binom))
+        result = kernels.call_specialized(
+            kernels.frontier_range,
+            (
+                v.pits,
+                v.win_kazan,
+                layer[0],
+                self.stones,
+                fresh,
+                fresh_lo,
+                lo,
+                hi,
+                self.codes[layer],
+                self.found[layer],
+                self.codes[source_layer],
+                *self.deps[layer],
+                v.binom,
+            ),
+        )
         return tuple(int(x) for x in result)
 
     def take(self, layer: tuple, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
@@ -250,17 +308,25 @@ def choose_mode(method: str, round_: int, last_decided: int, undecided: int, pos
 
 @dataclass
 class PairResult:
-    codes: dict                      # layer -> code array (UNKNOWN now means DRAW)
-    dtz: dict | None = None          # layer -> distances (with_dtz only)
+    codes: dict  # layer -> code array (UNKNOWN now means DRAW)
+    dtz: dict | None = None  # layer -> distances (with_dtz only)
     rounds: int = 0
-    evaluations: int = 0             # positions evaluated, over all rounds
+    evaluations: int = 0  # positions evaluated, over all rounds
     seconds: float = 0.0
     modes: list = field(default_factory=list)
     decided_per_round: list = field(default_factory=list)
 
 
-def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict | None, method: str = FRONTIER,
-               on_round=None, with_dtz: bool = False, bundles: dict | None = None) -> PairResult:
+def solve_pair(
+    variant: Variant,
+    a: int,
+    b: int,
+    dep_codes: dict | None,
+    method: str = FRONTIER,
+    on_round=None,
+    with_dtz: bool = False,
+    bundles: dict | None = None,
+) -> PairResult:
     """Solve a pair whole in memory. dep_codes maps every capture target of the
     pair's layers to its codes (or `bundles` gives them as the kernels read them).
     on_round(round, deltas) sees each round's decisions."""
@@ -271,8 +337,9 @@ def solve_pair(variant: Variant, a: int, b: int, dep_codes: dict | None, method:
     undecided = state.size * len(state.layers)
     round_ = 0
     while True:
-        mode = choose_mode(method, round_, sum(d.decided for d in last), undecided,
-                           state.size * len(state.layers))
+        mode = choose_mode(
+            method, round_, sum(d.decided for d in last), undecided, state.size * len(state.layers)
+        )
         if mode == SWEEP:
             last = []
             deltas = [state.sweep(layer, 0, state.size, round_) for layer in state.layers]

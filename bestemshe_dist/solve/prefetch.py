@@ -6,6 +6,7 @@ about 100 ns for each. Asking for a word a few positions ahead, while the core
 works on the current one, keeps many reads in flight (notes/: random reads cost
 far less many in flight than one at a time).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -28,9 +29,11 @@ def prefetch(typingctx, arr, index):
         ptr = cgutils.get_item_pointer(context, builder, sig.args[0], array, [index], wraparound=False)
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(),
-                                                                                    [i8p, i32, i32, i32]))
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        )
         # read (0), high temporal locality (3), data cache (1)
         builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
+
     return sig, codegen

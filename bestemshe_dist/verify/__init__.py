@@ -8,8 +8,17 @@
 May import: game/, solve/ (the code constants), data/ and the base modules.
 Never run/, cluster/ or watch/ (it runs on the client it is given), or oracle/.
 """
+
 from .driver import check_options, discover_tablebase, failure_lines, new_seed, summary_line, verify
 from .tasks import DEFAULT_CHUNK_SIZE, VerifyJob
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "VerifyJob", "check_options", "discover_tablebase", "failure_lines", "new_seed",
-           "summary_line", "verify"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "VerifyJob",
+    "check_options",
+    "discover_tablebase",
+    "failure_lines",
+    "new_seed",
+    "summary_line",
+    "verify",
+]

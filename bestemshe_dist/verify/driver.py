@@ -6,6 +6,7 @@ workers' go into one LayerResult per checked layer; the report says whether
 everything passed and whether the pass is a proof (distance tables, every
 position).
 """
+
 from __future__ import annotations
 
 import secrets
@@ -21,8 +22,19 @@ from ..errors import BestemsheError, StoreError, UsageError
 from ..game.geometry import capture_targets
 from ..game.variant import Variant
 from ..naming import layer_name, parse_layer_file, parse_layer_name, verify_files_key, verify_key
-from .tasks import (DEFAULT_CHUNK_SIZE, MAX_FAULTS, SAMPLE_CHUNK, LayerSpec, VerifyJob, fault, forget_run,
-                    verify_chunk_task, verify_files_task, verify_sample_task, warm_up)
+from .tasks import (
+    DEFAULT_CHUNK_SIZE,
+    MAX_FAULTS,
+    SAMPLE_CHUNK,
+    LayerSpec,
+    VerifyJob,
+    fault,
+    forget_run,
+    verify_chunk_task,
+    verify_files_task,
+    verify_sample_task,
+    warm_up,
+)
 
 
 @dataclass
@@ -35,7 +47,7 @@ class LayerResult:
     max_dtz: int = 0
     seconds: float = 0.0
     chunks_left: int = 0
-    positions_checked: bool = False   # its position check ran (all chunks)
+    positions_checked: bool = False  # its position check ran (all chunks)
     note: str = ""
 
     def add_fault(self, item: dict) -> None:
@@ -47,18 +59,29 @@ class LayerResult:
         return self.fault_count == 0 and self.positions_checked
 
     def as_dict(self) -> dict:
-        return {"layer": self.spec.name, "k1": self.spec.k1, "k2": self.spec.k2,
-                "positions": self.spec.positions, "checked": self.checked, "passed": self.passed,
-                "counts": self.counts, "max_dtz": self.max_dtz if self.spec.dtz_width else None,
-                "distances": self.spec.dtz_width is not None, "cpu_seconds": round(self.seconds, 3),
-                "fault_count": self.fault_count, "faults": self.faults}
+        return {
+            "layer": self.spec.name,
+            "k1": self.spec.k1,
+            "k2": self.spec.k2,
+            "positions": self.spec.positions,
+            "checked": self.checked,
+            "passed": self.passed,
+            "counts": self.counts,
+            "max_dtz": self.max_dtz if self.spec.dtz_width else None,
+            "distances": self.spec.dtz_width is not None,
+            "cpu_seconds": round(self.seconds, 3),
+            "fault_count": self.fault_count,
+            "faults": self.faults,
+        }
 
     def line(self) -> str:
         s = self.spec
         status = "OK  " if self.passed else "FAIL"
         c = self.counts
-        text = (f"layer {s.name:<6} {status} {self.checked:,} of {s.positions:,} positions: win {c['win']:,} "
-                f"draw {c['draw']:,} loss {c['loss']:,}")
+        text = (
+            f"layer {s.name:<6} {status} {self.checked:,} of {s.positions:,} positions: win {c['win']:,} "
+            f"draw {c['draw']:,} loss {c['loss']:,}"
+        )
         if s.dtz_width:
             text += f", dtz max {self.max_dtz}"
         text += f", {self.seconds:.2f}s CPU"
@@ -74,12 +97,13 @@ class Discovered:
     store: Store
     variant: Variant
     manifest: dict | None
-    present: dict                # layer -> manifest entry (None without one)
-    faults: list                 # [(layer or None, fault)] about names and entries
+    present: dict  # layer -> manifest entry (None without one)
+    faults: list  # [(layer or None, fault)] about names and entries
 
 
-def discover_tablebase(url: str, storage_options: dict | None = None,
-                       variant_args: tuple = (None, None)) -> Discovered:
+def discover_tablebase(
+    url: str, storage_options: dict | None = None, variant_args: tuple = (None, None)
+) -> Discovered:
     """The layers at `url` (manifest entries and layer files) and the variant: the
     manifest's, or (stones, pits) from variant_args for a folder without one."""
     store = Store(url, storage_options)
@@ -93,8 +117,10 @@ def discover_tablebase(url: str, storage_options: dict | None = None,
             raise StoreError(f"{store.shown}/manifest.json names no valid variant.") from None
         for flag, given, have in (("--stones", stones, variant.stones), ("--pits", pits, variant.pits)):
             if given is not None and given != have:
-                raise UsageError(f"{store.shown} holds a tablebase of {variant.describe()}; {flag} {given} "
-                                 "does not match it.")
+                raise UsageError(
+                    f"{store.shown} holds a tablebase of {variant.describe()}; {flag} {given} "
+                    "does not match it."
+                )
     else:
         variant = Variant(50 if stones is None else stones, 5 if pits is None else pits)
     on_disk = {parsed[:2] for parsed in map(parse_layer_file, store.list_names("layer_*.bin")) if parsed}
@@ -104,20 +130,45 @@ def discover_tablebase(url: str, storage_options: dict | None = None,
         for key, entry in manifest["layers"].items():
             layer = parse_layer_name(key)
             if layer is None:
-                faults.append((None, {"layer": None, "kind": "manifest",
-                                      "message": f"the manifest has an entry {key!r}, which names no layer."}))
+                faults.append(
+                    (
+                        None,
+                        {
+                            "layer": None,
+                            "kind": "manifest",
+                            "message": f"the manifest has an entry {key!r}, which names no layer.",
+                        },
+                    )
+                )
                 continue
             entries[layer] = entry if isinstance(entry, dict) else {}
     layers = {}
     for layer in sorted(set(entries) | on_disk):
         if layer[0] not in variant.kazans or layer[1] not in variant.kazans:
-            faults.append((None, fault(layer, "file", f"layer {layer_name(*layer)} is not a layer of the "
-                                       f"{variant.describe()} game.")))
+            faults.append(
+                (
+                    None,
+                    fault(
+                        layer,
+                        "file",
+                        f"layer {layer_name(*layer)} is not a layer of the {variant.describe()} game.",
+                    ),
+                )
+            )
             continue
         layers[layer] = entries.get(layer)
         if manifest is not None and layer not in entries:
-            faults.append((layer, fault(layer, "manifest", f"layer {layer_name(*layer)} has files but no "
-                                        "manifest entry, so their sizes and sha256 cannot be checked.")))
+            faults.append(
+                (
+                    layer,
+                    fault(
+                        layer,
+                        "manifest",
+                        f"layer {layer_name(*layer)} has files but no "
+                        "manifest entry, so their sizes and sha256 cannot be checked.",
+                    ),
+                )
+            )
     if not layers:
         raise no_tablebase(store)
     return Discovered(store, variant, manifest, layers, faults)
@@ -130,23 +181,25 @@ def check_options(variant: Variant, min_captured: int, sample: int | None, chunk
         raise UsageError("--sample must be at least 1 position per layer.")
     top = 2 * (variant.win_kazan - 2)
     if not 0 <= min_captured <= top:
-        raise UsageError(f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, "
-                         f"not {min_captured}.")
+        raise UsageError(
+            f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, not {min_captured}."
+        )
 
 
 @dataclass
 class _Run:
     """One verification: what it checks and what it has found so far."""
+
     job: VerifyJob
     store: object
     manifest: dict | None
     use_dtz: bool
-    specs: dict                  # layer -> LayerSpec, every layer present
-    checked: list                # the layers whose positions are checked (k1 + k2 >= min_captured)
-    results: dict                # layer -> LayerResult, for the checked ones
-    deps_of: dict                # layer -> (partner, capture targets)
+    specs: dict  # layer -> LayerSpec, every layer present
+    checked: list  # the layers whose positions are checked (k1 + k2 >= min_captured)
+    results: dict  # layer -> LayerResult, for the checked ones
+    deps_of: dict  # layer -> (partner, capture targets)
     other_faults: list = field(default_factory=list)
-    missing: dict = field(default_factory=dict)   # layer -> what keeps its positions from being checked
+    missing: dict = field(default_factory=dict)  # layer -> what keeps its positions from being checked
     lines: list = field(default_factory=list)
     cpu_seconds: float = 0.0
 
@@ -161,18 +214,30 @@ def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wd
     """The run's layers, specs and results, with the faults found before any task:
     discovery's, manifest counts, missing distance tables and missing dependencies."""
     variant, manifest, present = found.variant, found.manifest, found.present
-    use_dtz = (not wdl_only and manifest is not None
-               and any(isinstance(e, dict) and e.get("dtz") for e in present.values()))
+    use_dtz = (
+        not wdl_only
+        and manifest is not None
+        and any(isinstance(e, dict) and e.get("dtz") for e in present.values())
+    )
     specs = {}
     for layer, entry in present.items():
         width = ((entry or {}).get("dtz") or {}).get("bytes_per_position") if use_dtz else None
-        specs[layer] = LayerSpec(*layer, variant.layer_size(*layer), entry, width if width in (1, 2) else None)
+        specs[layer] = LayerSpec(
+            *layer, variant.layer_size(*layer), entry, width if width in (1, 2) else None
+        )
     checked = [layer for layer in present if sum(layer) >= min_captured]
     if not checked:
         raise BestemsheError(f"{found.store.shown} holds no layer with k1 + k2 >= {min_captured}.")
-    run = _Run(VerifyJob(url, variant, dict(storage_options or {}), uuid.uuid4().hex), found.store, manifest,
-               use_dtz, specs, checked, {layer: LayerResult(specs[layer]) for layer in checked},
-               {layer: (layer[::-1], capture_targets(variant, *layer)) for layer in checked})
+    run = _Run(
+        VerifyJob(url, variant, dict(storage_options or {}), uuid.uuid4().hex),
+        found.store,
+        manifest,
+        use_dtz,
+        specs,
+        checked,
+        {layer: LayerResult(specs[layer]) for layer in checked},
+        {layer: (layer[::-1], capture_targets(variant, *layer)) for layer in checked},
+    )
     for layer, item in found.faults:
         if layer in run.results:
             run.results[layer].add_fault(item)
@@ -181,16 +246,34 @@ def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wd
     for layer in checked:
         spec, entry, result = specs[layer], specs[layer].entry, run.results[layer]
         if use_dtz and spec.dtz_width is None:
-            result.add_fault(fault(layer, "file", f"layer {spec.name} has no distance table "
-                                   "(the other layers have one), so its distances are not checked."))
+            result.add_fault(
+                fault(
+                    layer,
+                    "file",
+                    f"layer {spec.name} has no distance table "
+                    "(the other layers have one), so its distances are not checked.",
+                )
+            )
         if entry is not None and entry.get("positions") not in (None, spec.positions):
-            result.add_fault(fault(layer, "manifest", f"layer {spec.name} has {spec.positions:,} positions "
-                                   f"but the manifest says {entry.get('positions')}."))
+            result.add_fault(
+                fault(
+                    layer,
+                    "manifest",
+                    f"layer {spec.name} has {spec.positions:,} positions "
+                    f"but the manifest says {entry.get('positions')}.",
+                )
+            )
         partner, targets = run.deps_of[layer]
         gone = [d for d in [partner, *targets] if d not in present]
         for d in gone:
-            result.add_fault(fault(layer, "dependency", f"layer {layer_name(*layer)} needs layer "
-                                   f"{layer_name(*d)}, which is missing (no files, no manifest entry)."))
+            result.add_fault(
+                fault(
+                    layer,
+                    "dependency",
+                    f"layer {layer_name(*layer)} needs layer "
+                    f"{layer_name(*d)}, which is missing (no files, no manifest entry).",
+                )
+            )
         if gone:
             run.missing[layer] = gone
             result.note = "positions not checked: a layer it needs is missing"
@@ -202,9 +285,17 @@ def _check_files(client, run: _Run, sample: bool, futures: list) -> None:
     layer a checked one needs is checked too); a layer whose own or needed files
     cannot be read gets no position check."""
     needed = sorted(run.checked, key=lambda l: (-sum(l), l))
-    file_futures = {layer: client.submit(verify_files_task, run.job, run.specs[layer], sample,
-                                         key=verify_files_key(*layer, run.tag), pure=False)
-                    for layer in needed}
+    file_futures = {
+        layer: client.submit(
+            verify_files_task,
+            run.job,
+            run.specs[layer],
+            sample,
+            key=verify_files_key(*layer, run.tag),
+            pure=False,
+        )
+        for layer in needed
+    }
     futures += list(file_futures.values())
     files = dict(zip(file_futures, client.gather(list(file_futures.values()))))
     for layer, report in files.items():
@@ -222,8 +313,13 @@ def _check_files(client, run: _Run, sample: bool, futures: list) -> None:
         others = [d for d in dict.fromkeys([partner, *targets]) if d != layer and not files[d]["usable"]]
         if others:  # (its own unreadable files are failures of their own already)
             names = ", ".join(f"layer {layer_name(*d)}" for d in others)
-            run.results[layer].add_fault(fault(layer, "dependency", f"positions of layer {layer_name(*layer)} "
-                                               f"not checked: {names} cannot be read."))
+            run.results[layer].add_fault(
+                fault(
+                    layer,
+                    "dependency",
+                    f"positions of layer {layer_name(*layer)} not checked: {names} cannot be read.",
+                )
+            )
         if others or not files[layer]["usable"]:
             run.missing[layer] = others or [layer]
             run.results[layer].note = "positions not checked"
@@ -239,19 +335,46 @@ def _submit_positions(client, run: _Run, sample: int | None, seed: int | None, c
         partner, targets = run.deps_of[layer]
         deps = tuple(run.specs[t] for t in targets)
         if sample is None:
-            pieces = [(lo, min(lo + chunk_size, spec.positions)) for lo in range(0, spec.positions, chunk_size)]
-            submitted = [client.submit(verify_chunk_task, run.job, spec, run.specs[partner], deps, c, lo, hi,
-                                       key=verify_key(*layer, c, run.tag), pure=False)
-                         for c, (lo, hi) in enumerate(pieces)]
+            pieces = [
+                (lo, min(lo + chunk_size, spec.positions)) for lo in range(0, spec.positions, chunk_size)
+            ]
+            submitted = [
+                client.submit(
+                    verify_chunk_task,
+                    run.job,
+                    spec,
+                    run.specs[partner],
+                    deps,
+                    c,
+                    lo,
+                    hi,
+                    key=verify_key(*layer, c, run.tag),
+                    pure=False,
+                )
+                for c, (lo, hi) in enumerate(pieces)
+            ]
         else:
             rng = np.random.default_rng([seed, *layer])
             count = min(sample, spec.positions)
-            ranks = np.sort(rng.choice(spec.positions, size=count, replace=False)) \
-                if count < spec.positions else np.arange(spec.positions, dtype=np.int64)
-            submitted = [client.submit(verify_sample_task, run.job, spec, run.specs[partner], deps, c,
-                                       ranks[lo:lo + SAMPLE_CHUNK],
-                                       key=verify_key(*layer, c, run.tag), pure=False)
-                         for c, lo in enumerate(range(0, count, SAMPLE_CHUNK))]
+            ranks = (
+                np.sort(rng.choice(spec.positions, size=count, replace=False))
+                if count < spec.positions
+                else np.arange(spec.positions, dtype=np.int64)
+            )
+            submitted = [
+                client.submit(
+                    verify_sample_task,
+                    run.job,
+                    spec,
+                    run.specs[partner],
+                    deps,
+                    c,
+                    ranks[lo : lo + SAMPLE_CHUNK],
+                    key=verify_key(*layer, c, run.tag),
+                    pure=False,
+                )
+                for c, lo in enumerate(range(0, count, SAMPLE_CHUNK))
+            ]
         run.results[layer].chunks_left = len(submitted)
         submitted_all += submitted
     return submitted_all
@@ -283,10 +406,20 @@ def _gather_positions(run: _Run, chunk_futures: list, log) -> None:
             log(run.lines[-1])
 
 
-def verify(client, url: str, storage_options: dict | None = None, *, min_captured: int = 0,
-           sample: int | None = None, seed: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-           wdl_only: bool = False, variant_args: tuple = (None, None), discovered: Discovered | None = None,
-           log=lambda line: None) -> dict:
+def verify(
+    client,
+    url: str,
+    storage_options: dict | None = None,
+    *,
+    min_captured: int = 0,
+    sample: int | None = None,
+    seed: int | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    wdl_only: bool = False,
+    variant_args: tuple = (None, None),
+    discovered: Discovered | None = None,
+    log=lambda line: None,
+) -> dict:
     """Check the tablebase at `url`; `log` gets a line per layer as it finishes.
     Returns the report (report["passed"] says whether everything passed)."""
     started = time.perf_counter()
@@ -304,35 +437,52 @@ def verify(client, url: str, storage_options: dict | None = None, *, min_capture
         _gather_positions(run, chunk_futures, log)
     except KilledWorker as exc:
         key = getattr(exc, "task", None) or str(exc).split()[0]
-        raise BestemsheError(f"the workers running {key} died (out of memory?); give them more memory "
-                             "or use fewer threads per worker.") from None
+        raise BestemsheError(
+            f"the workers running {key} died (out of memory?); give them more memory "
+            "or use fewer threads per worker."
+        ) from None
     finally:
         client.cancel(futures)
         try:
             client.run(forget_run, run.job.run)
         except Exception:  # a lost worker has nothing left to forget
             pass
-    return _report(client, run, found, time.perf_counter() - started, compile_times, sample, seed, min_captured)
+    return _report(
+        client, run, found, time.perf_counter() - started, compile_times, sample, seed, min_captured
+    )
 
 
-def _report(client, run: _Run, found: Discovered, seconds: float, compile_times: dict, sample, seed,
-            min_captured: int) -> dict:
+def _report(
+    client, run: _Run, found: Discovered, seconds: float, compile_times: dict, sample, seed, min_captured: int
+) -> dict:
     threads = sum(client.nthreads().values()) or 1
     layers = [run.results[layer] for layer in sorted(run.checked, key=lambda l: (-sum(l), l))]
     positions = sum(r.checked for r in layers)
     failures = sum(r.fault_count for r in layers) + len(run.other_faults)
     passed = failures == 0 and all(r.passed for r in layers)
     report = {
-        "url": run.store.shown, "variant": found.variant.as_dict(), "mode": "sample" if sample else "full",
-        "sample": sample, "seed": seed if sample else None, "min_captured": min_captured,
-        "manifest": run.manifest is not None, "distances": run.use_dtz, "passed": passed,
+        "url": run.store.shown,
+        "variant": found.variant.as_dict(),
+        "mode": "sample" if sample else "full",
+        "sample": sample,
+        "seed": seed if sample else None,
+        "min_captured": min_captured,
+        "manifest": run.manifest is not None,
+        "distances": run.use_dtz,
+        "passed": passed,
         "proof": passed and run.use_dtz and sample is None,
-        "layers_checked": len(layers), "positions_checked": positions, "failures": failures,
-        "seconds": round(seconds, 3), "compile_seconds": round(max(compile_times.values(), default=0.0), 3),
-        "cpu_seconds": round(run.cpu_seconds, 3), "threads": threads,
+        "layers_checked": len(layers),
+        "positions_checked": positions,
+        "failures": failures,
+        "seconds": round(seconds, 3),
+        "compile_seconds": round(max(compile_times.values(), default=0.0), 3),
+        "cpu_seconds": round(run.cpu_seconds, 3),
+        "threads": threads,
         "positions_per_second": round(positions / seconds) if seconds else 0,
         "positions_per_core_second": round(positions / run.cpu_seconds) if run.cpu_seconds else 0,
-        "other_faults": run.other_faults, "layers": [r.as_dict() for r in layers], "lines": run.lines,
+        "other_faults": run.other_faults,
+        "layers": [r.as_dict() for r in layers],
+        "lines": run.lines,
     }
     report["summary"] = summary_line(report)
     return report
@@ -340,22 +490,32 @@ def _report(client, run: _Run, found: Discovered, seconds: float, compile_times:
 
 def summary_line(report: dict) -> str:
     failed = [l for l in report["layers"] if not l["passed"]]
-    head = (f"verified {report['layers_checked']} layers, {report['positions_checked']:,} positions in "
-            f"{report['seconds']:.1f}s on {report['threads']} thread{'s' if report['threads'] != 1 else ''} "
-            f"({report['positions_per_core_second']:,} "
-            f"positions per core-second: {report['cpu_seconds']:.1f} CPU seconds in the verify tasks): ")
+    head = (
+        f"verified {report['layers_checked']} layers, {report['positions_checked']:,} positions in "
+        f"{report['seconds']:.1f}s on {report['threads']} thread{'s' if report['threads'] != 1 else ''} "
+        f"({report['positions_per_core_second']:,} "
+        f"positions per core-second: {report['cpu_seconds']:.1f} CPU seconds in the verify tasks): "
+    )
     if not report["passed"]:
-        return head + (f"FAILED, {report['failures']:,} failure{'s' if report['failures'] != 1 else ''} in "
-                       f"{len(failed)} layer{'s' if len(failed) != 1 else ''}.")
+        return head + (
+            f"FAILED, {report['failures']:,} failure{'s' if report['failures'] != 1 else ''} in "
+            f"{len(failed)} layer{'s' if len(failed) != 1 else ''}."
+        )
     if report["mode"] == "sample":
-        return head + (f"PASSED on {report['sample']:,} random positions per layer (seed {report['seed']}): "
-                       "a sample, not a proof; headers and sizes checked, not sha256.")
+        return head + (
+            f"PASSED on {report['sample']:,} random positions per layer (seed {report['seed']}): "
+            "a sample, not a proof; headers and sizes checked, not sha256."
+        )
     if report["proof"]:
-        return head + ("PASSED with distance tables: every value is proved from the rules "
-                       "(each WIN and LOSS by a strictly shorter line, each DRAW by its moves).")
+        return head + (
+            "PASSED with distance tables: every value is proved from the rules "
+            "(each WIN and LOSS by a strictly shorter line, each DRAW by its moves)."
+        )
     why = "no manifest, so file sizes and sha256 were not checked; " if not report["manifest"] else ""
-    return head + (f"PASSED, win/draw/loss only: {why}a pass shows the values are consistent, not that "
-                   "they are right (a tablebase solved with --dtz can be proved).")
+    return head + (
+        f"PASSED, win/draw/loss only: {why}a pass shows the values are consistent, not that "
+        "they are right (a tablebase solved with --dtz can be proved)."
+    )
 
 
 def failure_lines(report: dict, per_layer: int = MAX_FAULTS) -> list:

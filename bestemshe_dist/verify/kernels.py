@@ -25,6 +25,7 @@ move, so by induction every WIN and LOSS is right, and then every DRAW (no move
 to a LOSS, one to a DRAW) is one too, given that the dependency layers are right
 (they are checked the same way, and captures only go to larger k1 + k2).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -87,8 +88,24 @@ def expected(count, child_value, child_dtz):
 
 
 @njit(cache=True, nogil=True)
-def check_range(pits, win_kazan, k1, stones, lo, hi, own, own_dtz, other, other_dtz, deps, dep_start,
-                binom, use_dtz, fault_rank, faults):
+def check_range(
+    pits,
+    win_kazan,
+    k1,
+    stones,
+    lo,
+    hi,
+    own,
+    own_dtz,
+    other,
+    other_dtz,
+    deps,
+    dep_start,
+    binom,
+    use_dtz,
+    fault_rank,
+    faults,
+):
     """Check every position of layer (k1, k2) with rank in [lo, hi).
 
     own/other:  2-bit codes of this layer and of the paired layer (k2, k1);

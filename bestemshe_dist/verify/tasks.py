@@ -16,6 +16,7 @@ between their tasks:
 - `verify-<k1>-<k2>-chunk-<c>-<run>`: positions [lo, hi) of the layer (or, with
   --sample, some random ranks) against their children.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,15 +38,16 @@ from ..naming import layer_file, layer_name, sums_file
 from ..solve import kernels
 from .kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
 
-DEFAULT_CHUNK_SIZE = 1 << 23     # positions per chunk task
-MAX_FAULTS = 20                  # faults a chunk task (or a file check) reports in full
-SAMPLE_CHUNK = 4096              # sampled positions per task
+DEFAULT_CHUNK_SIZE = 1 << 23  # positions per chunk task
+MAX_FAULTS = 20  # faults a chunk task (or a file check) reports in full
+SAMPLE_CHUNK = 4096  # sampled positions per task
 VALUE_NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", 0: "draw"}
 
 
 @dataclass(frozen=True)
 class VerifyJob(StoreJob):
     """A verification's tasks: the store and variant, and the run their caches are keyed by."""
+
     run: str = ""
 
 
@@ -55,7 +57,7 @@ class LayerSpec:
     k2: int
     positions: int
     entry: dict | None = field(compare=False)  # its manifest entry (None: none, or not in it)
-    dtz_width: int | None        # bytes per distance, None when not checked
+    dtz_width: int | None  # bytes per distance, None when not checked
 
     @property
     def layer(self) -> tuple:
@@ -84,9 +86,11 @@ def forget_run(run: str) -> int:
 def _reader(job: VerifyJob) -> LayerReader:
     """This run's reader on this worker: checksums and headers read once, blocks
     (for --sample) in an LRU of a quarter of the worker's budget."""
+
     def load():
         store = job.store()
         return LayerReader(store, store.read_manifest(), worker_memory_budget() // 4, listed_only=False), 0
+
     return CACHE.get(("reader", job.run), load)
 
 
@@ -97,10 +101,27 @@ def warm_up(pits: int) -> float:
     codes = kernels.new_codes(variant.layer_size(0, 0))
     for dtype in (np.uint8, np.uint16):
         dtz = np.zeros(variant.layer_size(0, 0), dtype)
-        kernels.call_specialized(check_range, (
-            pits, variant.win_kazan, 0, 4, 0, 3, codes, dtz, codes, dtz, codes,
-            np.zeros(variant.win_kazan // 2 + 1, np.int64), variant.binom, True,
-            np.zeros(1, np.int64), np.zeros((1, 4), np.int64)))
+        kernels.call_specialized(
+            check_range,
+            (
+                pits,
+                variant.win_kazan,
+                0,
+                4,
+                0,
+                3,
+                codes,
+                dtz,
+                codes,
+                dtz,
+                codes,
+                np.zeros(variant.win_kazan // 2 + 1, np.int64),
+                variant.binom,
+                True,
+                np.zeros(1, np.int64),
+                np.zeros((1, 4), np.int64),
+            ),
+        )
     win = np.zeros(fmt.BLOCK_BYTES // 1024, np.uint8)
     kernels.count_codes(codes_from_bitsets(win, win, 8 * win.shape[0], 0, 0), 8 * win.shape[0])
     board = np.zeros(2 * pits, np.int64)
@@ -113,7 +134,7 @@ def warm_up(pits: int) -> float:
 
 @dataclass
 class LoadedLayer:
-    codes: np.ndarray | None     # None: the files could not be decoded
+    codes: np.ndarray | None  # None: the files could not be decoded
     dtz: np.ndarray | None
     faults: list
     fault_count: int
@@ -137,16 +158,25 @@ def _check_entry_file(spec: LayerSpec, kind: str, name: str, size: int, data: by
         return
     want = (entry.get("bytes") or {}).get(kind)
     if want is None:
-        faults.append(fault(spec.layer, "manifest", f"{name}: the manifest records no size for it.", file=name))
+        faults.append(
+            fault(spec.layer, "manifest", f"{name}: the manifest records no size for it.", file=name)
+        )
     elif want != size:
-        faults.append(fault(spec.layer, "size", f"{name}: {size} bytes but the manifest says {want}.",
-                            file=name))
+        faults.append(
+            fault(spec.layer, "size", f"{name}: {size} bytes but the manifest says {want}.", file=name)
+        )
     if data is not None:
         sha = (entry.get("sha256") or {}).get(kind)
         got = hashlib.sha256(data).hexdigest()
         if sha != got:
-            faults.append(fault(spec.layer, "sha256", f"{name}: sha256 {got[:16]}... does not match the "
-                                f"manifest's {str(sha)[:16]}...", file=name))
+            faults.append(
+                fault(
+                    spec.layer,
+                    "sha256",
+                    f"{name}: sha256 {got[:16]}... does not match the manifest's {str(sha)[:16]}...",
+                    file=name,
+                )
+            )
 
 
 def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
@@ -177,8 +207,15 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
             ranks = [int(b) * 8 + bit for b in marked[:MAX_FAULTS] for bit in range(8) if both[b] >> bit & 1]
             total = int(np.unpackbits(both[marked]).sum())
             for r in ranks[:MAX_FAULTS]:
-                faults.append(fault(spec.layer, "both", f"layer {spec.name} rank {r} is marked both win and draw.",
-                                    rank=r, position=position_of(job.variant, spec, r)))
+                faults.append(
+                    fault(
+                        spec.layer,
+                        "both",
+                        f"layer {spec.name} rank {r} is marked both win and draw.",
+                        rank=r,
+                        position=position_of(job.variant, spec, r),
+                    )
+                )
             extra = total - min(total, MAX_FAULTS)
         else:
             codes = codes_from_bitsets(raw["win"], raw["draw"], spec.positions, spec.k1, spec.k2)
@@ -186,15 +223,26 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
             counts = {"win": wins, "draw": draws, "loss": losses}
             recorded = (spec.entry or {}).get("counts")
             if spec.entry is not None and recorded != counts:
-                faults.append(fault(spec.layer, "counts", f"layer {spec.name} holds win {wins:,} draw {draws:,} "
-                                    f"loss {losses:,} but the manifest says {_counts(recorded)}."))
+                faults.append(
+                    fault(
+                        spec.layer,
+                        "counts",
+                        f"layer {spec.name} holds win {wins:,} draw {draws:,} "
+                        f"loss {losses:,} but the manifest says {_counts(recorded)}.",
+                    )
+                )
     if "dtz" in raw:
         dtz = raw["dtz"].view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
         max_dtz = int(dtz.max()) if dtz.shape[0] else 0
         recorded = ((spec.entry or {}).get("dtz") or {}).get("max")
         if recorded != max_dtz:
-            faults.append(fault(spec.layer, "manifest", f"layer {spec.name}: the largest distance is {max_dtz} "
-                                f"but the manifest says {recorded}."))
+            faults.append(
+                fault(
+                    spec.layer,
+                    "manifest",
+                    f"layer {spec.name}: the largest distance is {max_dtz} but the manifest says {recorded}.",
+                )
+            )
     return LoadedLayer(codes, dtz, faults, len(faults) + extra, counts, max_dtz, time.perf_counter() - start)
 
 
@@ -212,12 +260,25 @@ def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
         data = store.read_optional(name)
         if data is None:
             if record:
-                faults.append(fault(spec.layer, "checksums", f"{store_name(store, name)} is missing, but the "
-                                    f"manifest records checksums for layer {spec.name}.", file=name))
+                faults.append(
+                    fault(
+                        spec.layer,
+                        "checksums",
+                        f"{store_name(store, name)} is missing, but the "
+                        f"manifest records checksums for layer {spec.name}.",
+                        file=name,
+                    )
+                )
             return None
         if record and hashlib.sha256(data).hexdigest() != record.get("sha256"):
-            faults.append(fault(spec.layer, "checksums", f"{store_name(store, name)}: sha256 does not match "
-                                "the manifest's record of it.", file=name))
+            faults.append(
+                fault(
+                    spec.layer,
+                    "checksums",
+                    f"{store_name(store, name)}: sha256 does not match the manifest's record of it.",
+                    file=name,
+                )
+            )
         return LayerSums.from_bytes(data, spec.layer, store_name(store, name))
     except (StoreError, FormatError) as exc:
         faults.append(fault(spec.layer, "checksums", str(exc), file=name))
@@ -227,24 +288,30 @@ def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
 def _counts(recorded) -> str:
     if not isinstance(recorded, dict):
         return "nothing"
-    return " ".join(f"{k} {recorded.get(k, '?'):,}" if isinstance(recorded.get(k), int) else f"{k} ?"
-                    for k in ("win", "draw", "loss"))
+    return " ".join(
+        f"{k} {recorded.get(k, '?'):,}" if isinstance(recorded.get(k), int) else f"{k} ?"
+        for k in ("win", "draw", "loss")
+    )
 
 
 def _codes(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
     """A layer's 2-bit codes (its files were checked by its verify-files task)."""
+
     def load():
         codes = _reader(job).codes(spec.k1, spec.k2, spec.positions)
         return codes, codes.nbytes
+
     return CACHE.get(("codes", job.run, spec.layer), load)
 
 
 def _distances(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
     """A layer's distance table, as stored (1 or 2 bytes a position)."""
+
     def load():
         raw = _reader(job).table(spec.k1, spec.k2, "dtz", _bits(spec, "dtz"))
         dtz = raw.view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
         return dtz, dtz.nbytes
+
     return CACHE.get(("dtz", job.run, spec.layer), load)
 
 
@@ -260,8 +327,15 @@ def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> 
     cpu = time.thread_time()
     if sample:
         faults, usable, _ = _check_headers(job, spec)
-        return {"layer": spec.layer, "usable": usable, "faults": faults, "fault_count": len(faults),
-                "counts": None, "max_dtz": None, "cpu_seconds": time.thread_time() - cpu}
+        return {
+            "layer": spec.layer,
+            "usable": usable,
+            "faults": faults,
+            "fault_count": len(faults),
+            "counts": None,
+            "max_dtz": None,
+            "cpu_seconds": time.thread_time() - cpu,
+        }
     loaded = load_layer(job, spec)
     usable = loaded.codes is not None and (spec.dtz_width is None or loaded.dtz is not None)
     # Keep what was decoded for this worker's chunk tasks; dependency layers
@@ -270,12 +344,20 @@ def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> 
         CACHE.put(("codes", job.run, spec.layer), loaded.codes, loaded.codes.nbytes)
     if loaded.dtz is not None:
         CACHE.put(("dtz", job.run, spec.layer), loaded.dtz, loaded.dtz.nbytes)
-    return {"layer": spec.layer, "usable": usable, "faults": loaded.faults, "fault_count": loaded.fault_count,
-            "counts": loaded.counts, "max_dtz": loaded.max_dtz, "cpu_seconds": time.thread_time() - cpu}
+    return {
+        "layer": spec.layer,
+        "usable": usable,
+        "faults": loaded.faults,
+        "fault_count": loaded.fault_count,
+        "counts": loaded.counts,
+        "max_dtz": loaded.max_dtz,
+        "cpu_seconds": time.thread_time() - cpu,
+    }
 
 
 def _bundle(job: VerifyJob, spec: LayerSpec, deps: tuple):
     """The capture targets' codes end to end, as check_range reads them."""
+
     def load():
         start = np.full(job.variant.win_kazan // 2 + 1, -1, np.int64)
         parts, words = [], 0
@@ -286,14 +368,16 @@ def _bundle(job: VerifyJob, spec: LayerSpec, deps: tuple):
             words += codes.shape[0]
         bundle = np.concatenate(parts) if parts else np.zeros(1, np.uint64)
         return (bundle, start), bundle.nbytes
+
     return CACHE.get(("bundle", job.run, spec.layer), load)
 
 
 _NO_DTZ = np.zeros(1, np.uint8)
 
 
-def verify_chunk_task(job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int,
-                      lo: int, hi: int) -> dict:
+def verify_chunk_task(
+    job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int, lo: int, hi: int
+) -> dict:
     """Check positions [lo, hi) of one layer against their children."""
     start, cpu = time.perf_counter(), time.thread_time()
     v = job.variant
@@ -305,28 +389,66 @@ def verify_chunk_task(job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps:
     loaded = time.perf_counter()
     fault_rank = np.zeros(MAX_FAULTS, np.int64)
     faults = np.zeros((MAX_FAULTS, 4), np.int64)
-    wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded = kernels.call_specialized(check_range, (
-        v.pits, v.win_kazan, spec.k1, v.board_stones(spec.k1, spec.k2), lo, hi,
-        own, own_dtz, other, other_dtz, bundle, dep_start, v.binom, use_dtz, fault_rank, faults))
-    found = [position_fault(v, spec, int(fault_rank[i]), *(int(x) for x in faults[i]), use_dtz)
-             for i in range(recorded)]
-    return {"layer": spec.layer, "chunk": chunk, "positions": hi - lo,
-            "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
-            "value_faults": int(value_faults), "dtz_faults": int(dtz_faults), "max_dtz": int(max_dtz),
-            "faults": found, "seconds": time.perf_counter() - start, "load_seconds": loaded - start,
-            "cpu_seconds": time.thread_time() - cpu}
+    wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded = kernels.call_specialized(
+        check_range,
+        (
+            v.pits,
+            v.win_kazan,
+            spec.k1,
+            v.board_stones(spec.k1, spec.k2),
+            lo,
+            hi,
+            own,
+            own_dtz,
+            other,
+            other_dtz,
+            bundle,
+            dep_start,
+            v.binom,
+            use_dtz,
+            fault_rank,
+            faults,
+        ),
+    )
+    found = [
+        position_fault(v, spec, int(fault_rank[i]), *(int(x) for x in faults[i]), use_dtz)
+        for i in range(recorded)
+    ]
+    return {
+        "layer": spec.layer,
+        "chunk": chunk,
+        "positions": hi - lo,
+        "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
+        "value_faults": int(value_faults),
+        "dtz_faults": int(dtz_faults),
+        "max_dtz": int(max_dtz),
+        "faults": found,
+        "seconds": time.perf_counter() - start,
+        "load_seconds": loaded - start,
+        "cpu_seconds": time.thread_time() - cpu,
+    }
 
 
-def position_fault(variant: Variant, spec: LayerSpec, rank: int, value: int, want: int, dtz: int,
-                   want_dtz: int, use_dtz: bool) -> dict:
+def position_fault(
+    variant: Variant,
+    spec: LayerSpec,
+    rank: int,
+    value: int,
+    want: int,
+    dtz: int,
+    want_dtz: int,
+    use_dtz: bool,
+) -> dict:
     stored = {"value": VALUE_NAMES[value]}
     expected = {"value": VALUE_NAMES[want]}
     if use_dtz:
         stored["dtz"], expected["dtz"] = dtz, want_dtz
     kind = "value" if value != want else "dtz"
     board = position_of(variant, spec, rank)
-    message = (f"layer {spec.name} rank {rank} position {show_board(board, variant.pits)}: "
-               f"stored {_show(stored)}, expected {_show(expected)}.")
+    message = (
+        f"layer {spec.name} rank {rank} position {show_board(board, variant.pits)}: "
+        f"stored {_show(stored)}, expected {_show(expected)}."
+    )
     return fault(spec.layer, kind, message, rank=rank, position=board, stored=stored, expected=expected)
 
 
@@ -348,11 +470,12 @@ def _check_headers(job: VerifyJob, spec: LayerSpec):
     for kind in _kinds(spec):
         name = layer_file(spec.k1, spec.k2, kind)
         try:
-            size = reader.store.size(name)      # the file's own size, not the one recorded
+            size = reader.store.size(name)  # the file's own size, not the one recorded
             reader.header(spec.k1, spec.k2, kind, _bits(spec, kind))
         except (StoreError, FormatError) as exc:
-            faults.append(fault(spec.layer, "file" if isinstance(exc, StoreError) else "format", str(exc),
-                                file=name))
+            faults.append(
+                fault(spec.layer, "file" if isinstance(exc, StoreError) else "format", str(exc), file=name)
+            )
             usable = False
             continue
         _check_entry_file(spec, kind, name, size, None, faults)
@@ -376,8 +499,9 @@ class _Both(Exception):
         self.spec, self.rank = spec, rank
 
 
-def verify_sample_task(job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int,
-                       ranks: np.ndarray) -> dict:
+def verify_sample_task(
+    job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int, ranks: np.ndarray
+) -> dict:
     """Check the given positions of one layer, reading only the blocks they touch."""
     start, cpu = time.perf_counter(), time.thread_time()
     v = job.variant
@@ -413,9 +537,15 @@ def verify_sample_task(job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps
         except _Both as both:
             value_faults += 1
             if len(found) < MAX_FAULTS:
-                found.append(fault(both.spec.layer, "both", f"layer {both.spec.name} rank {both.rank} is marked "
-                                   "both win and draw.", rank=both.rank,
-                                   position=position_of(v, both.spec, both.rank)))
+                found.append(
+                    fault(
+                        both.spec.layer,
+                        "both",
+                        f"layer {both.spec.name} rank {both.rank} is marked both win and draw.",
+                        rank=both.rank,
+                        position=position_of(v, both.spec, both.rank),
+                    )
+                )
             continue
         counts[VALUE_NAMES[value]] += 1
         max_dtz = max(max_dtz, dtz)
@@ -426,9 +556,19 @@ def verify_sample_task(job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps
                 dtz_faults += 1
             if len(found) < MAX_FAULTS:
                 found.append(position_fault(v, spec, x, value, int(want), dtz, int(want_dtz), use_dtz))
-    return {"layer": spec.layer, "chunk": chunk, "positions": int(len(ranks)), "counts": counts,
-            "value_faults": value_faults, "dtz_faults": dtz_faults, "max_dtz": max_dtz, "faults": found,
-            "seconds": time.perf_counter() - start, "load_seconds": 0.0, "cpu_seconds": time.thread_time() - cpu}
+    return {
+        "layer": spec.layer,
+        "chunk": chunk,
+        "positions": len(ranks),
+        "counts": counts,
+        "value_faults": value_faults,
+        "dtz_faults": dtz_faults,
+        "max_dtz": max_dtz,
+        "faults": found,
+        "seconds": time.perf_counter() - start,
+        "load_seconds": 0.0,
+        "cpu_seconds": time.thread_time() - cpu,
+    }
 
 
 # -- the driver ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ The page is plain: an HTML table in a Bokeh `Div` refreshed every 500 ms.
 Each cell carries `data-layer="k1_k2"` and `data-state` so a browser test can
 read the grid; the same data is at `/bestemshe/state.json`.
 """
+
 from __future__ import annotations
 
 import html
@@ -49,7 +50,8 @@ PAGE = "bestemshe"
 PLUGIN_NAME = "bestemshe-dashboard"
 STATES = ("pending", "running", "done", "failed")
 REFRESH_MS = 500
-SHOWN_ROUNDS = 10     # the last rounds of a pair in progress shown on the page
+SHOWN_ROUNDS = 10  # the last rounds of a pair in progress shown on the page
+
 
 def _pair_layers(a: int, b: int) -> list:
     return [layer_name(a, b)] if a == b else [layer_name(a, b), layer_name(b, a)]
@@ -62,20 +64,20 @@ class SolveState:
         self.reset()
 
     def reset(self) -> None:
-        self.solve = "idle"          # idle | running | finished | failed
+        self.solve = "idle"  # idle | running | finished | failed
         self.reason = None
         self.started = None
         self.ended = None
         self.variant = None
         self.min_captured = None
         self.kazans: list = []
-        self.pairs: dict = {}        # pair key -> {"layers", "layer_size", "chunks"}
-        self.layers: dict = {}       # layer name -> {"k1", "k2", "positions", "pair"}
-        self.done: dict = {}         # layer name -> summary (counts, seconds, rounds)
+        self.pairs: dict = {}  # pair key -> {"layers", "layer_size", "chunks"}
+        self.layers: dict = {}  # layer name -> {"k1", "k2", "positions", "pair"}
+        self.done: dict = {}  # layer name -> summary (counts, seconds, rounds)
         self.failed: set = set()
-        self.active: dict = {}       # layer name -> keys processing now
+        self.active: dict = {}  # layer name -> keys processing now
         self.started_pairs: set = set()
-        self.rounds: dict = {}       # pair key -> [round reports]
+        self.rounds: dict = {}  # pair key -> [round reports]
         self.chunks_done: dict = {}  # (pair key, round) -> chunk tasks finished
         # (pair key, round) -> its chunk tasks ("c" or "c.piece"): a frontier round
         # runs only the chunks that hold sources, split by their sources, so "done
@@ -94,8 +96,11 @@ class SolveState:
             self.variant, self.min_captured = msg.get("variant"), msg.get("min_captured")
             self.kazans = list(msg.get("kazans", []))
             for p in msg.get("pairs", []):
-                self.pairs[p["pair"]] = {"layers": list(p["layers"]), "layer_size": p["layer_size"],
-                                         "chunks": p.get("chunks")}
+                self.pairs[p["pair"]] = {
+                    "layers": list(p["layers"]),
+                    "layer_size": p["layer_size"],
+                    "chunks": p.get("chunks"),
+                }
                 for name in p["layers"]:
                     k1, k2 = map(int, name.split("_"))
                     self.layers[name] = {"k1": k1, "k2": k2, "positions": p["layer_size"], "pair": p["pair"]}
@@ -103,7 +108,8 @@ class SolveState:
                 self.done[entry["layer"]] = dict(entry, skipped=True)
         elif kind == "round":
             self.rounds.setdefault(msg["pair"], []).append(
-                {k: msg.get(k) for k in ("round", "mode", "decided", "undecided", "seconds")})
+                {k: msg.get(k) for k in ("round", "mode", "decided", "undecided", "seconds")}
+            )
             self.started_pairs.add(msg["pair"])
             self.rounds_total += 1
         elif kind == "layer":
@@ -132,7 +138,7 @@ class SolveState:
             names = [layer_name(*task.layer)] if task.layer is not None else _pair_layers(a, b)
             if task.round is not None:
                 r = task.round
-                self.chunk_tasks.setdefault((pair, r), set()).add(task.chunk)   # chunk[.piece]
+                self.chunk_tasks.setdefault((pair, r), set()).add(task.chunk)  # chunk[.piece]
                 if start == "processing" and finish == "memory":
                     self.chunks_done[(pair, r)] = self.chunks_done.get((pair, r), 0) + 1
             if finish == "processing" and task.round is not None:
@@ -165,8 +171,9 @@ class SolveState:
     def positions_decided(self) -> int:
         """Positions of published layers plus those decided so far in the rounds of
         pairs in progress."""
-        published = sum(self.layers.get(n, {}).get("positions", d.get("positions", 0))
-                        for n, d in self.done.items())
+        published = sum(
+            self.layers.get(n, {}).get("positions", d.get("positions", 0)) for n, d in self.done.items()
+        )
         in_rounds = 0
         for pair, rounds in self.rounds.items():
             info = self.pairs.get(pair)
@@ -181,14 +188,23 @@ class SolveState:
         layers = []
         for name in sorted(names, key=lambda n: tuple(map(int, n.split("_")))):
             k1, k2 = map(int, name.split("_"))
-            row = {"layer": name, "k1": k1, "k2": k2, "state": self.layer_state(name),
-                   "positions": self.layers.get(name, {}).get("positions")}
+            row = {
+                "layer": name,
+                "k1": k1,
+                "k2": k2,
+                "state": self.layer_state(name),
+                "positions": self.layers.get(name, {}).get("positions"),
+            }
             done = self.done.get(name)
             if done:
-                row.update(counts=done.get("counts"), seconds=done.get("seconds"),
-                           rounds=done.get("rounds"), skipped=bool(done.get("skipped")))
+                row.update(
+                    counts=done.get("counts"),
+                    seconds=done.get("seconds"),
+                    rounds=done.get("rounds"),
+                    skipped=bool(done.get("skipped")),
+                )
             layers.append(row)
-        counts = {s: 0 for s in STATES}
+        counts = dict.fromkeys(STATES, 0)
         for row in layers:
             counts[row["state"]] += 1
         in_progress = []
@@ -199,17 +215,31 @@ class SolveState:
                 continue
             rounds = self.rounds.get(pair, [])
             current = len(rounds)
-            in_progress.append({"pair": pair, "layers": info["layers"], "rounds": rounds,
-                                "round": current if info.get("chunks") else None,
-                                "chunks": info.get("chunks"),
-                                "chunks_done": self.chunks_done.get((pair, current), 0),
-                                "chunk_tasks": len(self.chunk_tasks.get((pair, current), ()))})
+            in_progress.append(
+                {
+                    "pair": pair,
+                    "layers": info["layers"],
+                    "rounds": rounds,
+                    "round": current if info.get("chunks") else None,
+                    "chunks": info.get("chunks"),
+                    "chunks_done": self.chunks_done.get((pair, current), 0),
+                    "chunk_tasks": len(self.chunk_tasks.get((pair, current), ())),
+                }
+            )
         return {
-            "solve": self.solve, "reason": self.reason, "started": self.started, "ended": self.ended,
-            "variant": self.variant, "min_captured": self.min_captured, "kazans": self.kazans,
-            "layers": layers, "counts": counts, "total_layers": len(layers),
+            "solve": self.solve,
+            "reason": self.reason,
+            "started": self.started,
+            "ended": self.ended,
+            "variant": self.variant,
+            "min_captured": self.min_captured,
+            "kazans": self.kazans,
+            "layers": layers,
+            "counts": counts,
+            "total_layers": len(layers),
             "positions": sum(p["layer_size"] * len(p["layers"]) for p in self.pairs.values()),
-            "positions_decided": self.positions_decided(), "rounds_total": self.rounds_total,
+            "positions_decided": self.positions_decided(),
+            "rounds_total": self.rounds_total,
             "pairs_in_progress": in_progress,
         }
 
@@ -241,25 +271,36 @@ def render(snap: dict) -> str:
     """The page's HTML from a snapshot (pure: easy to test)."""
     out = [_STYLE, '<div class="bst">']
     v = snap.get("variant")
-    title = (f"Bestemshe solve: {v['stones']} stones, {v['pits']} pits per side, "
-             f"k1 + k2 &ge; {snap['min_captured']}" if v else "Bestemshe solve: waiting for a solve to start")
+    title = (
+        f"Bestemshe solve: {v['stones']} stones, {v['pits']} pits per side, "
+        f"k1 + k2 &ge; {snap['min_captured']}"
+        if v
+        else "Bestemshe solve: waiting for a solve to start"
+    )
     out.append(f"<h3>{title}</h3>")
     c = snap["counts"]
-    out.append(f'<p id="bestemshe-summary" data-solve="{snap["solve"]}">solve: <b>{snap["solve"]}</b>'
-               + (f" ({html.escape(str(snap['reason']))})" if snap.get("reason") else "")
-               + f" &middot; layers done <b>{c['done']}</b> of {snap['total_layers']}, running {c['running']},"
-               f" failed {c['failed']} &middot; positions decided {snap['positions_decided']:,}"
-               f" of {snap['positions']:,} &middot; rounds {snap['rounds_total']}</p>")
-    out.append('<p class="legend"><span class="pending" style="background:#eee">pending</span>'
-               '<span style="background:#ffd966">running</span><span style="background:#9fd49f">done</span>'
-               '<span style="background:#f08080">failed</span> cells: win / draw / loss share for '
-               'the side to move, solve time</p>')
+    out.append(
+        f'<p id="bestemshe-summary" data-solve="{snap["solve"]}">solve: <b>{snap["solve"]}</b>'
+        + (f" ({html.escape(str(snap['reason']))})" if snap.get("reason") else "")
+        + f" &middot; layers done <b>{c['done']}</b> of {snap['total_layers']}, running {c['running']},"
+        f" failed {c['failed']} &middot; positions decided {snap['positions_decided']:,}"
+        f" of {snap['positions']:,} &middot; rounds {snap['rounds_total']}</p>"
+    )
+    out.append(
+        '<p class="legend"><span class="pending" style="background:#eee">pending</span>'
+        '<span style="background:#ffd966">running</span><span style="background:#9fd49f">done</span>'
+        '<span style="background:#f08080">failed</span> cells: win / draw / loss share for '
+        "the side to move, solve time</p>"
+    )
     rows = {r["layer"]: r for r in snap["layers"]}
     # rows and columns that hold a layer of the solve (an endgame is a corner of the grid)
     row_kazans = sorted({r["k1"] for r in snap["layers"]})
     kazans = sorted({r["k2"] for r in snap["layers"]})
-    out.append('<table class="grid" id="bestemshe-grid"><tr><th>k1 \\ k2</th>'
-               + "".join(f"<th>{k2}</th>" for k2 in kazans) + "</tr>")
+    out.append(
+        '<table class="grid" id="bestemshe-grid"><tr><th>k1 \\ k2</th>'
+        + "".join(f"<th>{k2}</th>" for k2 in kazans)
+        + "</tr>"
+    )
     for k1 in row_kazans:
         cells = [f"<th>{k1}</th>"]
         for k2 in kazans:
@@ -273,11 +314,14 @@ def render(snap: dict) -> str:
                 n = sum(r["counts"].values())
                 w, d, l = (r["counts"][k] for k in ("win", "draw", "loss"))
                 secs = r.get("seconds")
-                text = (f"W {_pct(w, n)} D {_pct(d, n)}<br>L {_pct(l, n)}"
-                        + (f" &middot; {secs:.1f}s" if secs is not None else ""))
+                text = f"W {_pct(w, n)} D {_pct(d, n)}<br>L {_pct(l, n)}" + (
+                    f" &middot; {secs:.1f}s" if secs is not None else ""
+                )
                 tip += f", {n:,} positions, win {w:,} draw {d:,} loss {l:,}"
-            cells.append(f'<td class="{r["state"]}" data-layer="{r["layer"]}" data-state="{r["state"]}"'
-                         f' title="{tip}">{text}</td>')
+            cells.append(
+                f'<td class="{r["state"]}" data-layer="{r["layer"]}" data-state="{r["state"]}"'
+                f' title="{tip}">{text}</td>'
+            )
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     pairs = snap["pairs_in_progress"]
@@ -285,17 +329,22 @@ def render(snap: dict) -> str:
     if not pairs:
         out.append("<p>none</p>")
     else:
-        out.append('<table class="pairs"><tr><th>pair</th><th>round</th><th title="a frontier round runs only the chunks that hold sources">chunk tasks done</th>'
-                   "<th>decided per round</th></tr>")
+        out.append(
+            '<table class="pairs"><tr><th>pair</th><th>round</th><th title="a frontier round runs only the chunks that hold sources">chunk tasks done</th>'
+            "<th>decided per round</th></tr>"
+        )
         for p in pairs:
             recent = p["rounds"][-SHOWN_ROUNDS:]
             per_round = ("&hellip; " if len(p["rounds"]) > len(recent) else "") + (
-                ", ".join(f"{r['round']}: {r['decided']:,}" for r in recent) or "-")
+                ", ".join(f"{r['round']}: {r['decided']:,}" for r in recent) or "-"
+            )
             rnd = "-" if p["round"] is None else p["round"]
             tasks = p.get("chunk_tasks") or p["chunks"]
             chunks = "-" if not p["chunks"] else f"{p['chunks_done']}/{tasks}"
-            out.append(f'<tr data-pair="{p["pair"]}"><td>{p["pair"]}</td><td>{rnd}</td>'
-                       f"<td>{chunks}</td><td>{per_round}</td></tr>")
+            out.append(
+                f'<tr data-pair="{p["pair"]}"><td>{p["pair"]}</td><td>{rnd}</td>'
+                f"<td>{chunks}</td><td>{per_round}</td></tr>"
+            )
         out.append("</table>")
     out.append("</div>")
     return "".join(out)
@@ -310,26 +359,32 @@ class _Collector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.state.snapshot()
-        layers = GaugeMetricFamily("bestemshe_layers", "Layers of the current solve by state",
-                                   labels=["state"])
+        layers = GaugeMetricFamily(
+            "bestemshe_layers", "Layers of the current solve by state", labels=["state"]
+        )
         for state in STATES:
             layers.add_metric([state], snap["counts"][state])
         yield layers
-        yield GaugeMetricFamily("bestemshe_positions", "Positions in the layers of the current solve",
-                                value=snap["positions"])
-        yield GaugeMetricFamily("bestemshe_positions_decided",
-                                "Positions decided: published layers and rounds of pairs in progress",
-                                value=snap["positions_decided"])
-        yield CounterMetricFamily("bestemshe_rounds", "Rounds of large pairs checkpointed in this solve",
-                                  value=snap["rounds_total"])
-        yield GaugeMetricFamily("bestemshe_pairs_in_progress", "Pairs being solved now",
-                                value=len(snap["pairs_in_progress"]))
+        yield GaugeMetricFamily(
+            "bestemshe_positions", "Positions in the layers of the current solve", value=snap["positions"]
+        )
+        yield GaugeMetricFamily(
+            "bestemshe_positions_decided",
+            "Positions decided: published layers and rounds of pairs in progress",
+            value=snap["positions_decided"],
+        )
+        yield CounterMetricFamily(
+            "bestemshe_rounds", "Rounds of large pairs checkpointed in this solve", value=snap["rounds_total"]
+        )
+        yield GaugeMetricFamily(
+            "bestemshe_pairs_in_progress", "Pairs being solved now", value=len(snap["pairs_in_progress"])
+        )
 
 
 # -- the plugin -------------------------------------------------------------------------
 class BestemsheDashboard(SchedulerPlugin):
     name = PLUGIN_NAME
-    idempotent = True   # a plugin already there (a preload, an earlier solve) is kept
+    idempotent = True  # a plugin already there (a preload, an earlier solve) is kept
 
     def __init__(self):
         self.state = SolveState()
@@ -356,6 +411,7 @@ class BestemsheDashboard(SchedulerPlugin):
         if self._collector is not None:
             try:
                 from prometheus_client import REGISTRY
+
                 REGISTRY.unregister(self._collector)
             except (ImportError, KeyError):
                 pass

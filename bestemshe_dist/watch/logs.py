@@ -13,6 +13,7 @@ processes, which would each print a KeyboardInterrupt traceback. Workers ignore
 it instead (this module is their preload: `dask_setup` below); the driver closes
 the cluster, which ends them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,20 @@ import threading
 import time
 from pathlib import Path
 
-LIBRARIES = ("distributed", "dask", "bokeh", "tornado", "asyncio", "dask_jobqueue", "dask_kubernetes",
-             "kr8s", "fsspec", "s3fs", "aiobotocore", "botocore")
+LIBRARIES = (
+    "distributed",
+    "dask",
+    "bokeh",
+    "tornado",
+    "asyncio",
+    "dask_jobqueue",
+    "dask_kubernetes",
+    "kr8s",
+    "fsspec",
+    "s3fs",
+    "aiobotocore",
+    "botocore",
+)
 LOG_FILE_ENV = "BESTEMSHE_LOG_FILE"
 _FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
@@ -36,14 +49,18 @@ def default_log_path(command: str) -> Path:
 
 
 def _to_terminal(handler) -> bool:
-    return (type(handler) is logging.StreamHandler
-            and getattr(handler, "stream", None) in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__))
+    return type(handler) is logging.StreamHandler and getattr(handler, "stream", None) in (
+        sys.stderr,
+        sys.stdout,
+        sys.__stderr__,
+        sys.__stdout__,
+    )
 
 
 def _send_to(path: str) -> None:
     handler = logging.FileHandler(path, delay=True)
     handler.setFormatter(logging.Formatter(_FORMAT))
-    handler.setLevel(logging.WARNING)   # warnings and errors: what a user may need after a failure
+    handler.setLevel(logging.WARNING)  # warnings and errors: what a user may need after a failure
     # distributed gives several of its loggers (and tornado's, bokeh's) a terminal
     # handler of their own: take every one away, so that all reach the file.
     for name in list(logging.root.manager.loggerDict):
@@ -65,7 +82,7 @@ def route_library_logs(command: str) -> Path:
 
     path = default_log_path(command)
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.environ[LOG_FILE_ENV] = str(path)     # worker processes inherit it (dask_setup)
+    os.environ[LOG_FILE_ENV] = str(path)  # worker processes inherit it (dask_setup)
     _send_to(str(path))
     return path
 

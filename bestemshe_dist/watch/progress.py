@@ -15,11 +15,13 @@ finished or failed. Listeners:
 
 Reports are small: layer coordinates, counts, seconds; never layer data.
 """
+
 from __future__ import annotations
 
 import sys
 import threading
 import time
+
 from ..naming import layer_name
 
 TOPIC = "bestemshe"
@@ -32,8 +34,9 @@ class Progress:
         """plan: the Plan; published: {layer: manifest entry} kept from earlier runs;
         chunks: {pair key: chunk tasks per round} for the pairs solved in rounds."""
 
-    def round_done(self, pair_key: str, round_: int, mode: str, decided: int, undecided: int,
-                   seconds: float) -> None:
+    def round_done(
+        self, pair_key: str, round_: int, mode: str, decided: int, undecided: int, seconds: float
+    ) -> None:
         """A round of a large pair is checkpointed: `decided` positions newly decided,
         about `undecided` left in the pair."""
 
@@ -75,19 +78,34 @@ class Tee(Progress):
 
 def entry_summary(entry: dict) -> dict:
     """The part of a manifest entry the dashboard shows."""
-    return {"layer": layer_name(entry["k1"], entry["k2"]), "k1": entry["k1"], "k2": entry["k2"],
-            "positions": entry["positions"], "counts": dict(entry["counts"]),
-            "rounds": entry.get("rounds"), "seconds": entry.get("solve_seconds")}
+    return {
+        "layer": layer_name(entry["k1"], entry["k2"]),
+        "k1": entry["k1"],
+        "k2": entry["k2"],
+        "positions": entry["positions"],
+        "counts": dict(entry["counts"]),
+        "rounds": entry.get("rounds"),
+        "seconds": entry.get("solve_seconds"),
+    }
 
 
 def plan_message(plan, published: dict, chunks: dict) -> dict:
     """The `start` event: everything the dashboard needs to draw the grid."""
     return {
-        "event": "start", "time": time.time(),
-        "variant": plan.variant.as_dict(), "min_captured": plan.min_captured,
+        "event": "start",
+        "time": time.time(),
+        "variant": plan.variant.as_dict(),
+        "min_captured": plan.min_captured,
         "kazans": list(plan.variant.kazans),
-        "pairs": [{"pair": p.key, "layers": [layer_name(*l) for l in p.layers],
-                   "layer_size": p.layer_size, "chunks": chunks.get(p.key)} for p in plan.pairs],
+        "pairs": [
+            {
+                "pair": p.key,
+                "layers": [layer_name(*l) for l in p.layers],
+                "layer_size": p.layer_size,
+                "chunks": chunks.get(p.key),
+            }
+            for p in plan.pairs
+        ],
         "published": [entry_summary(e) for e in published.values()],
     }
 
@@ -109,8 +127,17 @@ class SchedulerEvents(Progress):
         self._send(plan_message(plan, published, chunks))
 
     def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
-        self._send({"event": "round", "pair": pair_key, "round": round_, "mode": mode,
-                    "decided": int(decided), "undecided": int(undecided), "seconds": float(seconds)})
+        self._send(
+            {
+                "event": "round",
+                "pair": pair_key,
+                "round": round_,
+                "mode": mode,
+                "decided": int(decided),
+                "undecided": int(undecided),
+                "seconds": float(seconds),
+            }
+        )
 
     def layer_done(self, entry):
         self._send({"event": "layer", **entry_summary(entry)})
@@ -123,7 +150,7 @@ class SchedulerEvents(Progress):
 
 
 def format_duration(seconds: float) -> str:
-    seconds = int(round(max(seconds, 0)))
+    seconds = round(max(seconds, 0))
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
@@ -139,8 +166,14 @@ class ProgressView(Progress):
 
     WIDTH = 24
 
-    def __init__(self, stream=None, tty: bool | None = None, quiet: bool = False, every: float = 2.0,
-                 clock=time.perf_counter):
+    def __init__(
+        self,
+        stream=None,
+        tty: bool | None = None,
+        quiet: bool = False,
+        every: float = 2.0,
+        clock=time.perf_counter,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.quiet = quiet
@@ -152,11 +185,11 @@ class ProgressView(Progress):
         self.last_line = None
         self.total_layers = 0
         self.done_layers = 0
-        self.total_positions = 0     # of the layers this run solves
+        self.total_positions = 0  # of the layers this run solves
         self.published_positions = 0
-        self.in_rounds: dict = {}    # pair key -> positions decided so far in its rounds
+        self.in_rounds: dict = {}  # pair key -> positions decided so far in its rounds
         self.pair_positions: dict = {}
-        self.pair_of: dict = {}      # layer name -> pair key
+        self.pair_of: dict = {}  # layer name -> pair key
         self.pair_layers: dict = {}  # pair key -> layer names
         self.done: set = set()
         self.solve_t0 = None
@@ -200,11 +233,13 @@ class ProgressView(Progress):
 
     def bar_text(self) -> str:
         share = self.decided / self.total_positions if self.total_positions else 1.0
-        filled = int(round(self.WIDTH * min(share, 1.0)))
+        filled = round(self.WIDTH * min(share, 1.0))
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        return (f"[{bar}] {self.done_layers}/{self.total_layers} layers, "
-                f"{self.decided:,}/{self.total_positions:,} positions, "
-                f"{self.rate():,.0f}/s, ETA {self.eta()}")
+        return (
+            f"[{bar}] {self.done_layers}/{self.total_layers} layers, "
+            f"{self.decided:,}/{self.total_positions:,} positions, "
+            f"{self.rate():,.0f}/s, ETA {self.eta()}"
+        )
 
     def _draw_bar(self) -> None:
         self.stream.write("\r\033[K" + self.bar_text())
@@ -236,8 +271,9 @@ class ProgressView(Progress):
                 self.pair_of[n] = p.key
         self.done = {layer_name(*l) for l in published}
         self.done_layers = len(self.done)
-        self.total_positions = sum(p.layer_size for p in plan.pairs for l in p.layers
-                                   if layer_name(*l) not in self.done)
+        self.total_positions = sum(
+            p.layer_size for p in plan.pairs for l in p.layers if layer_name(*l) not in self.done
+        )
         self._update(force=True)
 
     def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
