@@ -37,7 +37,7 @@ from numba import literally, njit
 from bestemshe_dist.game.geometry import capture_targets
 from bestemshe_dist.game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, successor, unrank
 from bestemshe_dist.game.variant import Variant
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays, kernels
 from bestemshe_dist.solve.pair import dep_bundle
 
 
@@ -113,11 +113,11 @@ def measure(variant: Variant, k1: int, k2: int) -> dict:
     v = variant
     walk_s, _ = timed(walk, (v.pits, stones, 0, size, v.binom), 3)
     arith_s, checksum = timed(arithmetic, (v.pits, v.win_kazan, k1, stones, 0, size, v.binom), 5)
-    targets = {t: kernels.new_codes(v.layer_size(*t)) for t in capture_targets(v, k1, k2)}
+    targets = {t: code_arrays.new_codes(v.layer_size(*t)) for t in capture_targets(v, k1, k2)}
     deps, start = dep_bundle(v, k1, k2, targets)
-    own = kernels.new_codes(size)
-    other = kernels.new_codes(v.layer_size(k2, k1))
-    out = kernels.new_codes(size)
+    own = code_arrays.new_codes(size)
+    other = code_arrays.new_codes(v.layer_size(k2, k1))
+    out = code_arrays.new_codes(size)
     sweep_s, (_, _, evaluated) = timed(
         kernels.sweep_range,
         (v.pits, v.win_kazan, k1, stones, 0, size, own, other, deps, start, v.binom, out, 0, False),

@@ -46,7 +46,7 @@ def one_process(args) -> dict:
     from bestemshe_dist.game.variant import Variant
     from bestemshe_dist.run.hostpair import fill_synthetic
     from bestemshe_dist.run.tasks import warm_up
-    from bestemshe_dist.solve import kernels
+    from bestemshe_dist.solve import code_arrays
     from bestemshe_dist.solve.pair import FRONTIER, solve_pair
 
     warm_up(args.pits)
@@ -55,7 +55,7 @@ def one_process(args) -> dict:
     start = time.perf_counter()
     deps = {}
     for layer in pair.deps:
-        codes = kernels.new_codes(variant.layer_size(*layer))
+        codes = code_arrays.new_codes(variant.layer_size(*layer))
         if args.synthetic_deps is not None:
             fill_synthetic(variant, args.synthetic_deps, layer, codes)
         else:
@@ -75,7 +75,7 @@ def one_process(args) -> dict:
     seconds = time.perf_counter() - start
     counts = {}
     for layer, codes in result.codes.items():
-        wins, losses, undecided = kernels.count_codes(codes, variant.layer_size(*layer))
+        wins, losses, undecided = code_arrays.count_codes(codes, variant.layer_size(*layer))
         counts[f"{layer[0]}_{layer[1]}"] = {"win": int(wins), "draw": int(undecided), "loss": int(losses)}
     round_seconds = [b - a for a, b in zip([0.0] + marks[:-1], marks)]
     return {

@@ -33,7 +33,7 @@ def layer_name(k1: int, k2: int) -> str:
     return f"{k1}_{k2}"
 
 
-def parse_layer_name(text: str) -> tuple | None:
+def parse_layer_name(text: str) -> tuple[int, int] | None:
     m = _LAYER_NAME.match(text)
     return None if m is None else (int(m.group(1)), int(m.group(2)))
 
@@ -43,7 +43,7 @@ def layer_file(k1: int, k2: int, kind: str) -> str:
     return f"layer_{k1}_{k2}_{kind}.bin"
 
 
-def parse_layer_file(name: str) -> tuple | None:
+def parse_layer_file(name: str) -> tuple[int, int, str] | None:
     """(k1, k2, kind) of a layer file's name (no folder), else None."""
     m = _LAYER_FILE.match(name)
     return None if m is None else (int(m.group(1)), int(m.group(2)), m.group(3))
@@ -62,7 +62,7 @@ def pair_key(a: int, b: int) -> str:
     return f"pair-{a}-{b}"
 
 
-def parse_pair_key(text: str) -> tuple | None:
+def parse_pair_key(text: str) -> tuple[int, int] | None:
     m = re.match(r"^pair-(\d+)-(\d+)$", text)
     return None if m is None else (int(m.group(1)), int(m.group(2)))
 
@@ -89,12 +89,12 @@ def small_round_key(pair: str, round_: int) -> str:
     return f"{pair}/round-{round_}/small"
 
 
-def flush_key(pair: str, round_: int, layer: tuple, host: str, group: int) -> str:
+def flush_key(pair: str, round_: int, layer: tuple[int, int], host: str, group: int) -> str:
     """One of a host's tasks writing a frontier round's decisions for one layer."""
     return f"{pair}/round-{round_}/flush-{layer[0]}-{layer[1]}-{host}-{group}"
 
 
-def publish_part_key(pair: str, layer: tuple, table: str, group: int) -> str:
+def publish_part_key(pair: str, layer: tuple[int, int], table: str, group: int) -> str:
     """A task compressing one group of a large layer's blocks."""
     return f"{pair}/publish-{layer[0]}-{layer[1]}/{table}-{group}"
 
@@ -118,8 +118,8 @@ class TaskName(NamedTuple):
     None: all of the pair's), and for a round's chunk task the round and the chunk
     (`<c>` or `<c>.<piece>`)."""
 
-    pair: tuple | None
-    layer: tuple | None
+    pair: tuple[int, int] | None
+    layer: tuple[int, int] | None
     round: int | None = None
     chunk: str | None = None
 
@@ -169,7 +169,7 @@ def pair_prefix(pair: str) -> str:
     return f"{PAIRS}/{pair}"
 
 
-def parse_pair_dir(name: str) -> tuple | None:
+def parse_pair_dir(name: str) -> tuple[int, int] | None:
     """(a, b) of a folder name under PAIRS."""
     return parse_pair_key(name)
 
@@ -188,25 +188,25 @@ def round_marker(pair: str, round_: int) -> str:
     return f"{round_prefix(pair, round_)}/complete.json"
 
 
-def part_name(pair: str, round_: int, layer: tuple, chunk: int, tag: str) -> str:
+def part_name(pair: str, round_: int, layer: tuple[int, int], chunk: int, tag: str) -> str:
     """A round's checkpoint part: the decisions of one chunk of one layer, `s` (a
     sweep task's, its own chunk) or `h<host>` (a frontier round's, gathered on a host)."""
     return f"{round_prefix(pair, round_)}/{layer[0]}_{layer[1]}-c{chunk:05d}-{tag}.delta"
 
 
-def parse_part(name: str) -> tuple | None:
+def parse_part(name: str) -> tuple[tuple[int, int], int] | None:
     """(layer, chunk) of a checkpoint part's name (a path or not), else None."""
     m = _PART.match(name.rsplit("/", 1)[-1])
     return None if m is None else ((int(m.group(1)), int(m.group(2))), int(m.group(3)))
 
 
-def publish_part_name(pair: str, layer: tuple, kind: str, group: int) -> str:
+def publish_part_name(pair: str, layer: tuple[int, int], kind: str, group: int) -> str:
     """One group of a large layer's compressed blocks, before the layer file is assembled."""
     return f"{pair_prefix(pair)}/publish/{layer_file(*layer, kind)}.part-{group:05d}"
 
 
 # -- a pair's arrays and marks in a host's memory ---------------------------------------------
-def codes_array(pair: str, layer: tuple) -> str:
+def codes_array(pair: str, layer: tuple[int, int]) -> str:
     return f"{pair}-codes-{layer[0]}_{layer[1]}"
 
 
@@ -230,7 +230,7 @@ def dep_row(k1: int) -> str:
     return f"row-{k1}"
 
 
-def dep_slot(layer: tuple) -> str:
+def dep_slot(layer: tuple[int, int]) -> str:
     """The mark of a dependency layer loaded into its row's slot."""
     return f"row-{layer[0]}-{layer[1]}"
 
@@ -257,7 +257,7 @@ def shard_file(index: int, count: int) -> str:
     return f"train-{index:05d}-of-{count:05d}.parquet"
 
 
-def parse_shard_file(name: str) -> tuple | None:
+def parse_shard_file(name: str) -> tuple[int, int] | None:
     m = _SHARD_FILE.match(name)
     return None if m is None else (int(m.group(1)), int(m.group(2)))
 
@@ -265,3 +265,10 @@ def parse_shard_file(name: str) -> tuple | None:
 def sample_key(kind: str, part: str) -> str:
     """A sample's Dask task: `sample-label-8_12` (a pair's labels), `sample-shard-00003`."""
     return f"sample-{kind}-{part}"
+
+
+# -- counted things in messages ---------------------------------------------------------
+def counted(n: int, word: str, words: str | None = None) -> str:
+    """`1 worker`, `2 workers`, `12,345 layers`: a count and its noun, agreeing (`words`
+    for a plural that is not word + s)."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"

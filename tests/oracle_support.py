@@ -14,9 +14,9 @@ from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.naming import layer_file, layer_name
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 
-NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", kernels.UNKNOWN: "draw"}
+NAMES = {code_arrays.WIN: "win", code_arrays.LOSS: "loss", code_arrays.UNKNOWN: "draw"}
 
 
 def solve_into(client, url, stones, pits, dtz=False, min_captured=0, storage_options=None):
@@ -51,7 +51,7 @@ def solver_tables(url, variant, storage_options=None):
 
 def truth(tables, k1, k2, index):
     codes, dtz = tables[(k1, k2)]
-    value = NAMES[int(kernels.get_code(codes, index))]
+    value = NAMES[int(code_arrays.get_code(codes, index))]
     distance = None if dtz is None or value == "draw" else int(dtz[index])
     return value, distance
 

@@ -17,7 +17,7 @@ from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run import driver as run
 from bestemshe_dist.run.driver import frontier_pieces, solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_a_small_round_tried_again_after_a_death_writes_the_same_parts(tmp_path)
         # a try that died after deciding positions of the second layer, in the round array
         state = host_pair(job, pair, {}, job.dep_source).state
         for x in range(0, pair.layer_size, 997):
-            kernels.set_code(state.found[pair.layers[1]], x, kernels.WIN)
+            code_arrays.set_code(state.found[pair.layers[1]], x, code_arrays.WIN)
         again = small_round_task(job, pair, {}, "s", 4, 1 << 18, sources)
         assert again["parts"] == clean["parts"]
         for name, (ranks, values) in decided.items():

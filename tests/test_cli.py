@@ -1,6 +1,7 @@
 """The command line: usage errors are one line and exit 2, failures exit 1."""
 
 import json
+import re
 
 import pytest
 from conftest import run_cli
@@ -17,6 +18,11 @@ from conftest import run_cli
         (["solve", "--stones", "50"], "--out"),
         (["solve", "--stones", "ten", "--out", "x"], "invalid int value"),
         (["plan", "--pits", "6"], "--pits must be from 1 to 5"),
+        (
+            ["plan", "--min-captured", "37"],
+            "--min-captured must be even, not 37: every layer's k1 + k2 is even",
+        ),
+        (["verify", "x", "--seed", "-1"], "argument --seed: must be at least 0, not -1"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -81,6 +87,7 @@ BAD_SOLVE = [
     (["--threads-per-worker", "0"], "argument --threads-per-worker: must be at least 1, not 0"),
     (["--min-captured", "-2"], "argument --min-captured: must be at least 0, not -2"),
     (["--min-captured", "99"], "--min-captured must be from 0 to 48"),
+    (["--min-captured", "37"], "--min-captured must be even, not 37"),
     (["--stones", "13"], "--stones must be an even number"),
     (["--dashboard-address", "nowhere"], "argument --dashboard-address: 'nowhere' is not HOST:PORT"),
     (["--storage-options", "[1]"], "--storage-options must be a JSON object"),
@@ -129,7 +136,7 @@ def test_options_may_come_anywhere(tmp_path):
     ):
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["value"] == "loss"
+        assert json.loads(done.stdout)["category"] == "loss"
     done = run_cli("plan", "--min-captured", "44", "--stones", "50")
     assert done.returncode == 0 and "6 layers" in done.stdout
 
@@ -209,6 +216,81 @@ def test_ctrl_c_is_one_line(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0 and "layers already published, skipped" in done.stderr, done.stderr
+
+
+# After Ctrl-C, what a line may be that the solve wrote before the signal landed
+# but the test read after: a round, a layer, a publish, a progress line. A failed
+# flush or a round run again is none of them.
+_BEFORE_THE_SIGNAL = re.compile(
+    r"^\[\s*[\d.]+s\] (progress: |layer \d+_\d+ done |pair-\d+-\d+ round \d+ \(|pair-\d+-\d+: publishing )"
+)
+
+
+def test_ctrl_c_in_a_pairs_rounds_is_one_line_and_runs_nothing_again(tmp_path):
+    """Ctrl-C while pairs are in their rounds (chunks of 1,000,000 positions: the
+    pairs of 2,042,975 positions a layer and more go in rounds, from about 5 s of an
+    80 s solve): the tasks the interrupt cancels are no failed flushes to run again,
+    so the interrupt's line is the only one it adds, and the exit is 130."""
+    import os
+    import queue
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from conftest import ROOT
+
+    out = tmp_path / "tb"
+    env = dict(os.environ, BESTEMSHE_LOG_DIR=str(tmp_path / "logs"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bestemshe_dist",
+            "solve",
+            "--stones",
+            "50",
+            "--min-captured",
+            "30",
+            "--chunk-size",
+            "1000000",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--dashboard-address",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as test_ctrl_c_is_one_line
+    )
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(l.rstrip("\n")) for l in proc.stderr], daemon=True)
+    reader.start()
+    before, in_rounds = [], re.compile(r"pair-\d+-\d+ round [3-9] \(")
+    deadline = time.time() + 240
+    while not (before and in_rounds.search(before[-1])):
+        try:
+            before.append(lines.get(timeout=max(0.1, deadline - time.time())))
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError(f"no pair reached its 3rd round in 240 s: {before}") from None
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the driver and its local workers
+    assert proc.wait(120) == 130
+    reader.join(30)
+    after = list(lines.queue)
+    assert after and after[-1] == "bestemshe-dist solve: interrupted; run the same command again to resume", (
+        after
+    )
+    assert all(_BEFORE_THE_SIGNAL.match(l) for l in after[:-1]), after
+    assert proc.stdout.read() == ""
+    assert any(l.endswith("kernels ready on 2 workers in " + l.rsplit(" in ", 1)[-1]) for l in before), before
 
 
 def test_sigterm_stops_a_solve_as_ctrl_c_does_and_frees_its_host_memory(tmp_path):
@@ -296,3 +378,72 @@ def test_library_messages_go_to_the_log_file_not_the_terminal(tmp_path):
         "Traceback of a lost scheduler",
     ):
         assert needle in text
+
+
+def _plan_of(tmp_path, config_text, *flags):
+    """The plan `solve` would run for a config and flags (no cluster, nothing written)."""
+    from bestemshe_dist import cli
+    from bestemshe_dist.cli import solving
+    from bestemshe_dist.cluster import load_config
+    from bestemshe_dist.game.variant import Variant
+
+    path = tmp_path / "config.yaml"
+    path.write_text(config_text)
+    args = cli.parse(["solve", "--config", str(path), "--out", str(tmp_path / "tb"), *flags])
+    return solving.solve_plan(args, Variant(args.stones, args.pits), load_config(path))
+
+
+def test_config_min_captured_sets_the_scope_and_the_flag_wins(tmp_path):
+    assert _plan_of(tmp_path, "min-captured: 44\n").min_captured == 44
+    assert len(_plan_of(tmp_path, "min_captured: 44\n").layers) == 6
+    assert _plan_of(tmp_path, "min-captured: 44\n", "--min-captured", "46").min_captured == 46
+    assert _plan_of(tmp_path, "min-captured: 44\n", "--min-captured", "0").min_captured == 0
+    assert _plan_of(tmp_path, "cluster: local\n").min_captured == 0  # no key: the whole game
+    # --pair picks its own work: the config's scope does not stand in its way.
+    assert [(p.a, p.b) for p in _plan_of(tmp_path, "min-captured: 44\n", "--pair", "24", "24").pairs] == [
+        (24, 24)
+    ]
+
+
+def test_every_example_config_names_its_scope():
+    """A config that says nothing solves the whole game (hours); each example says
+    what it solves, and configs/local.yaml, for a first try, the endgame."""
+    from conftest import ROOT
+
+    from bestemshe_dist.cluster import load_config
+
+    scopes = {p.name: load_config(p).get("min_captured") for p in (ROOT / "configs").glob("*.yaml")}
+    assert None not in scopes.values(), scopes
+    assert scopes["local.yaml"] == 36
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (
+            "min-captured: 37\n",
+            "min-captured in the config {path} must be even, not 37: every layer's k1 + k2 is even",
+        ),
+        (
+            "min-captured: 50\n",
+            "min-captured in the config {path} must be from 0 to 48 for the 50-stone game, not 50.",
+        ),
+        (
+            "min-captured: -2\n",
+            "min-captured in the config {path} must be a whole number of at least 0, not -2.",
+        ),
+        (
+            "min-captured: lots\n",
+            "min-captured in the config {path} must be a whole number of at least 0, not 'lots'.",
+        ),
+    ],
+)
+def test_bad_config_min_captured_is_one_sentence_before_anything_starts(tmp_path, text, needle):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    out = tmp_path / "tb"
+    done = run_cli("solve", "--config", path, "--out", out)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert needle.format(path=path) in done.stderr, done.stderr
+    assert not out.exists()

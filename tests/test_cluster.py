@@ -232,13 +232,14 @@ storage: {url: "memory://from-config/tb"}
 
 
 def test_out_and_storage_options_win_over_the_config(tmp_path):
-    from bestemshe_dist.cli import _config_and_output, build_parser
+    from bestemshe_dist.cli import build_parser
+    from bestemshe_dist.cli.args import config_and_output
 
     config = _config(
         tmp_path, "storage: {url: s3://b/from-config, endpoint: 'http://e:1', options: {use_ssl: false}}\n"
     )
     args = build_parser().parse_args(["solve", "--config", str(config)])
-    assert _config_and_output(args, args.out)[1:] == (
+    assert config_and_output(args, args.out)[1:] == (
         "s3://b/from-config",
         {"use_ssl": False, "client_kwargs": {"endpoint_url": "http://e:1"}},
     )
@@ -253,7 +254,7 @@ def test_out_and_storage_options_win_over_the_config(tmp_path):
             '{"client_kwargs": {"endpoint_url": "http://f:2"}}',
         ]
     )
-    assert _config_and_output(args, args.out)[1:] == (
+    assert config_and_output(args, args.out)[1:] == (
         "s3://b/cli",
         {"use_ssl": False, "client_kwargs": {"endpoint_url": "http://f:2"}},
     )

@@ -262,3 +262,45 @@ def test_slurm_batch_scripts_parse(name):
     path = ROOT / "deploy" / "slurm" / name
     assert path.read_text().startswith("#!/bin/bash\n#SBATCH")
     assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def _images(node):
+    """Every `image:` value in a parsed YAML document, however deep."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "image" and isinstance(value, str):
+                yield value
+            else:
+                yield from _images(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _images(value)
+
+
+def _tag(ref: str) -> str | None:
+    """The tag of an image reference (registry:port/name:tag@digest), None without one."""
+    name = ref.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None
+
+
+def test_every_image_is_pinned_to_a_release_not_latest():
+    """A pull next year gets the same server: no `:latest` and no bare name in the
+    compose file, the Dockerfile's FROM, the Kubernetes manifests or the configs."""
+    found = {}
+    for path in [
+        ROOT / "docker-compose.yml",
+        *(ROOT / "deploy").rglob("*.yaml"),
+        *(ROOT / "configs").glob("*.yaml"),
+    ]:
+        for doc in yaml.safe_load_all(path.read_text()):
+            for ref in _images(doc):
+                found.setdefault(ref, path.relative_to(ROOT))
+    for path in (ROOT / "deploy").rglob("Dockerfile*"):
+        for line in path.read_text().splitlines():
+            if line.startswith("FROM "):
+                found.setdefault(line.split()[1], path.relative_to(ROOT))
+    assert "minio/minio:RELEASE.2025-04-22T22-12-26Z" in found and "python:3.12-slim" in found, found
+    loose = {ref: str(where) for ref, where in found.items() if _tag(ref) in (None, "latest")}
+    assert not loose, f"images without a pinned tag: {loose}"
+    assert _tag("registry:5000/a/b") is None and _tag("a/b:1.2@sha256:00") == "1.2"

@@ -14,7 +14,7 @@ from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 
 
 def read_dtz(folder, variant, k1, k2):
@@ -55,28 +55,28 @@ def test_dtz_is_consistent_move_by_move_on_the_50_stone_endgame(client, tmp_path
         board = np.zeros(10, np.int64)
         rules.unrank(0, stones, variant.binom, board)
         for x in range(variant.layer_size(k1, k2)):
-            value, d = int(kernels.get_code(table, x)), int(dtzs[(k1, k2)][x])
+            value, d = int(code_arrays.get_code(table, x)), int(dtzs[(k1, k2)][x])
             children = []  # (is exit, child value, child distance)
             for pit in range(5):
                 moved = rules.play(variant, k1, k2, board, pit)
                 if moved is None:
                     continue
                 if moved[0] == "win":
-                    children.append((True, kernels.LOSS, 0))
+                    children.append((True, code_arrays.LOSS, 0))
                     continue
                 c1, c2, child = moved[1]
                 cx = rules.rank(child, variant.binom)
-                cv = int(kernels.get_code(values[(c1, c2)], cx))
+                cv = int(code_arrays.get_code(values[(c1, c2)], cx))
                 children.append((moved[2] > 0, cv, 0 if moved[2] > 0 else int(dtzs[(c1, c2)][cx])))
-            if value == kernels.WIN:
+            if value == code_arrays.WIN:
                 assert any(
-                    cv == kernels.LOSS and (cd == d - 1 if not ex else d == 1) for ex, cv, cd in children
+                    cv == code_arrays.LOSS and (cd == d - 1 if not ex else d == 1) for ex, cv, cd in children
                 ), (k1, k2, x)
-            elif value == kernels.LOSS:
+            elif value == code_arrays.LOSS:
                 if not children:
                     assert d == 0
                 else:
-                    assert all(cv == kernels.WIN for _, cv, _ in children)
+                    assert all(cv == code_arrays.WIN for _, cv, _ in children)
                     steps = [1 if ex else cd + 1 for ex, _, cd in children]
                     assert max(steps) == d, (k1, k2, x)
             else:

@@ -116,6 +116,10 @@ def test_page_shows_the_oracle_and_moves_follow_clicks(tb123, page):
         settle(page, start)
         check_against_oracle(page, tb, start)
         assert page.is_visible("#start-game")
+        # the mover's kazan says "side to move" once; no game yet, so no "Game so far"
+        assert page.inner_text("#label-bottom") == "side to move"
+        assert page.inner_text("#label-top") == "opponent"
+        assert page.is_hidden("#history-section")
         for pos in positions:
             page.goto(f"{base}/?pos={compact(pos)}")  # a shared link
             settle(page, pos)
@@ -129,10 +133,12 @@ def test_page_shows_the_oracle_and_moves_follow_clicks(tb123, page):
         settle(page, move.child)
         check_against_oracle(page, tb, move.child)
         assert page.url.endswith(f"?pos={compact(move.child)}")
+        assert page.is_visible("#history-section")
         assert page.inner_text("#history").strip().startswith(f"pit {move.pit + 1}")
         page.click("#undo")
         settle(page, pos)
         assert page.inner_text("#history").strip() == "" and page.is_disabled("#undo")
+        assert page.is_hidden("#history-section")
         # the moves table plays too, and the browser's back button comes back
         page.click(f"#moves tbody tr[data-pit='{move.pit + 1}']")
         settle(page, move.child)
@@ -258,13 +264,17 @@ def test_endgame_only_tablebase_picker_editor_and_screenshot(page):
         settle(page, edited)
         assert page.is_hidden("#editor")
         check_against_oracle(page, tb, edited)
-        # a layer this tablebase does not hold: the server's 404 sentence on the page
+        # a layer this tablebase does not hold: another position stands in, and the
+        # page says so, naming the layer asked for and the one shown
         page.goto(f"{base}/?pos=0,0,5,5,5,5,5,5,5,5,5,5")
-        page.wait_for_function(
-            "document.getElementById('message').textContent.includes('not in this tablebase')"
-        )
+        page.wait_for_selector("#message[data-substitute]")
         settle(page)
-        assert tb.position(read_page(page)["position"]).layer in held
+        shown = tb.position(read_page(page)["position"])
+        assert shown.layer in held
+        assert page.is_visible("#message") and page.inner_text("#message") == (
+            f"layer 0_0 is not in this tablebase; showing a random position of layer "
+            f"{shown.layer[0]}_{shown.layer[1]} instead."
+        )
         page.goto(f"{base}/?pos={compact(edited)}")
         settle(page, edited)
         ARTIFACT.parent.mkdir(parents=True, exist_ok=True)

@@ -19,9 +19,9 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "bestemshe_dist"
-ROOT_MODULES = {"__init__", "__main__", "cli", "errors", "naming"}
+ROOT_MODULES = {"__init__", "__main__", "errors", "naming"}
 BASE = {"errors", "naming"}
-FOLDERS = ("game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn")
+FOLDERS = ("game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn", "cli")
 ALLOWED = {
     "base": set(),
     "game": {"base"},
@@ -123,6 +123,7 @@ def test_inner_layers_never_import_outer_ones():
         ("bestemshe_dist.naming", "from .game import variant"),
         ("bestemshe_dist.oracle.play", "from ..serve import app"),
         ("bestemshe_dist.serve.app", "from ..run.driver import solve"),
+        ("bestemshe_dist.learn.sample", "from ..cli.args import dask_client"),
     ],
 )
 def test_the_layer_check_fails_when_a_module_reaches_outward(module, line):

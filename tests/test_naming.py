@@ -79,3 +79,12 @@ def test_shard_files_round_trip(shard):
 
     assert fnmatch.fnmatch(name, naming.SHARD_GLOB)
     assert naming.parse_shard_file(name + ".tmp") is None and naming.parse_shard_file("x" + name) is None
+
+
+def test_counted_agrees_with_its_number():
+    from bestemshe_dist.naming import counted
+
+    assert counted(1, "worker") == "1 worker"
+    assert [counted(n, "layer") for n in (0, 2, 12345)] == ["0 layers", "2 layers", "12,345 layers"]
+    assert counted(1, "worker process", "worker processes") == "1 worker process"
+    assert counted(3, "worker process", "worker processes") == "3 worker processes"

@@ -289,21 +289,23 @@ def test_cli_probe_text_and_json(tb83, capsys):
     assert rc == 0 and err == ""
     data = json.loads(out)
     pos = Position.parse("0 4 2 1 0 0 0 1", Variant(8, 3))
-    assert (data["value"], data["dtz"]) == truth(tables, 0, 4, pos.rank()) == ("win", 3)
-    assert [m["pit"] for m in data["moves"]] == [0, 1] and data["best_move"] == 1
-    assert data["moves"][1] == {
-        "pit": 1,
+    assert (data["category"], data["dtz"]) == truth(tables, 0, 4, pos.rank()) == ("win", 3)
+    # Best first; pits numbered 1..pits as a person reads them, `index` 0-based.
+    assert [m["index"] for m in data["moves"]] == [1, 0] and data["best_move"] == 2
+    assert data["moves"][0] == {
+        "pit": 2,
+        "index": 1,
         "stones": 1,
         "captured": 0,
         "ends_game": False,
         "child": "4 0 0 0 1 2 0 1",
-        "value": "win",
+        "category": "win",
         "dtz": 3,
         "child_dtz": 2,
     }
     assert data["conversion_guaranteed"] is True
     rc, out, _ = _cli(capsys, "probe", folder, "0 4 2 1 0 0 0 1")  # one quoted argument works too
-    # The text numbers pits 1..pits, as play does (JSON: 0-based indexes).
+    # The text numbers pits 1..pits too, as play does, and lists them pit by pit.
     assert rc == 0 and "win in 3 plies" in out and "best      pit 2: shortest win" in out
 
 
@@ -358,7 +360,7 @@ def test_cli_probe_as_a_process_published_fixture():
     done = run_cli("probe", FIXTURE_M40, "20", "20", *["1"] * 10, "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["value"] in ("win", "draw", "loss") and data["dtz"] is None
+    assert data["category"] in ("win", "draw", "loss") and data["dtz"] is None
     assert len(data["moves"]) == 5 and data["conversion_guaranteed"] is False
     bad = run_cli("probe", FIXTURE_M40, "20", "21", *["1"] * 10)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -145,7 +145,8 @@ def test_mainline_command_prints_the_game_and_its_result(tb123):
     data = json.loads(done.stdout)
     line = tb.mainline(pos)
     assert data["result"] == "win" and data["plies"] == len(line.plies)
-    assert [m["pit"] for m in data["moves"]] == [p.move.pit for p in line.plies]
+    assert [m["index"] for m in data["moves"]] == [p.move.pit for p in line.plies]
+    assert all(m["pit"] == m["index"] + 1 for m in data["moves"]) and data["category"] == "win"
     text = run_cli("mainline", folder, str(pos))
     assert text.returncode == 0 and "result    the side to move at the start wins" in text.stdout
     bad = run_cli("mainline", folder, "0", "1", "2")
@@ -197,12 +198,12 @@ def test_stats_of_the_published_files_and_the_stats_command():
     tb = Tablebase.open(str(FIXTURE_M40))
     stats = tb.stats()
     assert len(stats["layers"]) == 15 and stats["total"]["longest"] == {"win": None, "loss": None}
-    from bestemshe_dist.solve import kernels
+    from bestemshe_dist.solve import code_arrays
 
     for s in stats["layers"]:
         codes = Tablebase.open(str(FIXTURE_M40)).reader.codes(s["k1"], s["k2"], s["positions"])
         assert (s["win"], s["loss"], s["draw"]) == tuple(
-            int(c) for c in kernels.count_codes(codes, s["positions"])
+            int(c) for c in code_arrays.count_codes(codes, s["positions"])
         )
     done = run_cli("stats", FIXTURE_M40, "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["total"] == stats["total"]

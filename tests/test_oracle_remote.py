@@ -226,7 +226,7 @@ def test_http_published_layout_and_cli(served):
             assert remote.moves(pos) == local.moves(pos)
     done = run_cli("probe", f"{server.url}/m40", "20", "20", *["1"] * 10, "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["value"] == local.probe("20 20 1 1 1 1 1 1 1 1 1 1").value
+    assert json.loads(done.stdout)["category"] == local.probe("20 20 1 1 1 1 1 1 1 1 1 1").value
     missing = run_cli("probe", f"{server.url}/m40", "0", "0", *["5"] * 10)
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     assert missing.stderr.strip() == (
@@ -248,7 +248,7 @@ def test_s3_probes_equal_the_solver_tables(client, seaweed):
     done = run_cli("probe", url, "0 4 2 1 0 0 0 1", "--json", env=env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert (data["value"], data["dtz"], data["best_move"]) == ("win", 3, 1)
+    assert (data["category"], data["dtz"], data["best_move"]) == ("win", 3, 2)
     assert S3_SECRET not in done.stdout + done.stderr
     missing = run_cli("probe", f"s3://{S3_BUCKET}/oracle/none", "0", "0", *["5"] * 10, env=env)
     assert missing.returncode == 1 and S3_SECRET not in missing.stderr

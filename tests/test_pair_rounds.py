@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bestemshe_dist.data.checkpoint import decode_part, encode_part
 from bestemshe_dist.game import rules
 from bestemshe_dist.game.variant import Variant
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays, kernels
 from bestemshe_dist.solve.pair import FRONTIER, SWEEP, Delta, solve_pair
 
 
@@ -53,8 +53,8 @@ def test_frontier_equals_sweep_equals_bruteforce(stones, pits):
         for method, (codes, rounds) in by_method.items():
             for board, value in table.items():
                 x = bf.rank(board)
-                code = int(kernels.get_code(codes[layer], x))
-                assert code == {"W": kernels.WIN, "L": kernels.LOSS, "D": kernels.UNKNOWN}[value]
+                code = int(code_arrays.get_code(codes[layer], x))
+                assert code == {"W": code_arrays.WIN, "L": code_arrays.LOSS, "D": code_arrays.UNKNOWN}[value]
                 # Rounds are one ply each: decided in round d means distance d + 1,
                 # except positions with no move (distance 0, decided in round 0).
                 if value != "D":
@@ -119,9 +119,9 @@ def test_unmoves_round_trip_on_the_50_stone_game(data):
 
 
 def test_delta_round_trips_through_bytes():
-    dense = kernels.new_codes(100)
+    dense = code_arrays.new_codes(100)
     for i, code in ((0, 1), (37, 2), (99, 1)):
-        kernels.set_code(dense, i, code)
+        code_arrays.set_code(dense, i, code)
     d = Delta((2, 4), 3, 1000, 1100, dense=dense, wins=2, losses=1, evaluations=7)
     back = decode_part(encode_part(d))
     assert (back.dense == dense).all() and back.layer == (2, 4) and back.round == 3
@@ -129,9 +129,9 @@ def test_delta_round_trips_through_bytes():
     sparse = d.sparse()
     back = decode_part(encode_part(sparse))
     assert back.ranks.tolist() == [1000, 1037, 1099] and back.values.tolist() == [1, 2, 1]
-    codes = kernels.new_codes(2000)
+    codes = code_arrays.new_codes(2000)
     back.apply(codes)
-    assert [int(kernels.get_code(codes, i)) for i in (999, 1000, 1037, 1099)] == [0, 1, 2, 1]
+    assert [int(code_arrays.get_code(codes, i)) for i in (999, 1000, 1037, 1099)] == [0, 1, 2, 1]
 
 
 @settings(max_examples=60, deadline=None)
@@ -144,11 +144,11 @@ def test_a_checkpoint_part_round_trips_aligned_and_writable(size, marks, lo):
     """Dense and sparse parts come back equal, with arrays the kernels take as they
     are (aligned, writable: numba would compile anew for others), in place over
     the decompressed bytes."""
-    dense = kernels.new_codes(size)
+    dense = code_arrays.new_codes(size)
     for i, code in marks:
         if i < size:
-            kernels.set_code(dense, i, code)
-    wins, losses, _ = (int(x) for x in kernels.count_codes(dense, size))
+            code_arrays.set_code(dense, i, code)
+    wins, losses, _ = (int(x) for x in code_arrays.count_codes(dense, size))
     d = Delta((6, 14), 11, lo, lo + size, dense=dense, wins=wins, losses=losses, evaluations=size)
     for part in (d, d.sparse()):
         back = decode_part(encode_part(part))
@@ -192,8 +192,8 @@ def test_a_checkpoint_part_of_the_earlier_layout_is_read():
     np.save(buf, np.array([1, 2], np.uint8))
     back = decode_part(zstandard.ZstdCompressor(level=3).compress(buf.getvalue()))
     assert back.ranks.tolist() == [11, 17] and back.values.tolist() == [1, 2] and back.ranks.flags.aligned
-    dense = kernels.new_codes(40)
-    kernels.set_code(dense, 3, 2)
+    dense = code_arrays.new_codes(40)
+    code_arrays.set_code(dense, 3, 2)
     buf = io.BytesIO()
     buf.write(json.dumps({**meta, "kind": "dense", "lo": 0, "hi": 40, "wins": 0}).encode() + b"\n")
     np.save(buf, dense)

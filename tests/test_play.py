@@ -101,8 +101,24 @@ def test_cli_play(tb, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
     assert main(["play", str(FIXTURE_M40), "--start", "20 20 1 1 1 1 1 1 1 1 1 1"]) == 0
     assert "50 stones, 5 pits per side" in capsys.readouterr().out
-    assert main(["play", str(FIXTURE_M40)]) == 1  # the start's layer is not there
-    assert "layer_0_0_win.bin: it does not exist" in capsys.readouterr().err
+    # An endgame folder holds no start: one sentence naming a layer it holds and a
+    # --start to try, before the board is drawn (exit 2); that start then plays.
+    assert main(["play", str(FIXTURE_M40)]) == 2
+    got = capsys.readouterr()
+    assert got.out == "" and got.err.count("\n") == 1, got
+    assert got.err.startswith(
+        f"bestemshe-dist play: {FIXTURE_M40} does not hold the starting layer 0_0 (it holds 15 layers, "
+        'e.g. 20_20): pass --start with a position of a held layer, e.g. --start "20 20 '
+    ), got.err
+    example = got.err.split('--start "', 1)[1].split('"', 1)[0]
+    assert Position.parse(example, Tablebase.open(str(FIXTURE_M40)).variant).layer == (20, 20)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    assert main(["play", str(FIXTURE_M40), "--start", example]) == 0
+    assert "Game over: you quit." in capsys.readouterr().out
+    assert main(["play", str(FIXTURE_M40), "--start", "0 2 4 4 4 4 4 4 4 4 8 8"]) == 2
+    assert "does not hold layer 0_2 of --start 0 2 4 4 4 4 4 4 4 4 8 8 (it holds 15 layers" in (
+        capsys.readouterr().err
+    )
     assert main(["play", tb.url, "--start", "0 0 1 1 1"]) == 2
     assert capsys.readouterr().err.strip() == (
         "bestemshe-dist play: position: expected 8 numbers (k1 k2 p0..p5) for the game of "

@@ -21,7 +21,7 @@ from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.hostpair import fill_synthetic, row_slots, synthetic_shares
 from bestemshe_dist.run.memory import pair_memory
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 from bestemshe_dist.watch.progress import Progress
 
 SMALL = Variant(8, 2)
@@ -34,7 +34,7 @@ def _sha(path):
 def _seed_making(variant, layer, codes, tries=200_000):
     """A seed whose synthetic layer equals `codes` (found by trying seeds)."""
     npos = variant.layer_size(*layer)
-    out = kernels.new_codes(npos)
+    out = code_arrays.new_codes(npos)
     for seed in range(tries):
         fill_synthetic(variant, seed, layer, out)
         if np.array_equal(out, codes):
@@ -325,9 +325,9 @@ def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
 def test_synthetic_shares_are_realistic():
     v = Variant(50, 5)
     for layer in ((24, 4), (12, 12), (4, 24), (0, 2)):
-        codes = kernels.new_codes(v.layer_size(*layer))
+        codes = code_arrays.new_codes(v.layer_size(*layer))
         fill_synthetic(v, 7, layer, codes[:4096])  # the first 131,072 positions
-        wins, losses, draws = kernels.count_codes(codes[:4096], 4096 * 32)
+        wins, losses, draws = code_arrays.count_codes(codes[:4096], 4096 * 32)
         win, loss = synthetic_shares(v, *layer)
         n = 4096 * 32
         assert abs(wins / n - win) < 0.01 and abs(losses / n - loss) < 0.01 and 0.02 < draws / n < 0.04
@@ -406,7 +406,7 @@ def test_task_memory_does_not_grow_with_the_layer_or_the_threads():
     small_layer = _task_peak(1, (10, 24))  # 2,042,975 positions a layer
     large_layer = _task_peak(1, (4, 24))  # 20,160,075
     four_threads = _task_peak(4, (4, 24))
-    layer_codes = kernels.code_words(20_160_075) * 8
+    layer_codes = code_arrays.code_words(20_160_075) * 8
     assert large_layer - small_layer < layer_codes / 2, (small_layer, large_layer)
     assert four_threads - large_layer < layer_codes / 2, (large_layer, four_threads)
 
@@ -549,7 +549,7 @@ def test_plan_shows_what_each_pair_needs():
     done = run_cli("plan", "--threads", 32, "--processes", 1)
     assert done.returncode == 0
     lines = done.stdout.splitlines()
-    assert "memory per host for 32 running tasks in 1 worker processes" in lines[1]
+    assert "memory per host for 32 running tasks in 1 worker process, chunks of" in lines[1]
     row = next(l for l in lines if "pair-0-2 " in l)
     assert "38,952,142,372" in row and " GiB " in row
 

@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 from conftest import FIXTURE_M40, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -146,7 +148,11 @@ def test_every_error_is_its_status_and_one_sentence(tb123, tmp_path):
         )
         assert status == 404 and body["error"].startswith("positions: row 1: layer 0_0")
     # a store slower than the request timeout is a 503, and the server goes on
-    with running(Tablebase.open(str(FIXTURE_M40)), timeout=1e-6) as base:
+    # (its reads are held back by 2 s: a timeout shorter than one fast read races it)
+    slow = Tablebase.open(str(FIXTURE_M40))
+    analyse = slow.analyse
+    slow.analyse = lambda *a, **k: (time.sleep(2), analyse(*a, **k))[1]
+    with running(slow, timeout=0.2) as base:
         status, body = call(f"{base}/api/position?pos=20+20+1+1+1+1+1+1+1+1+1+1")
         assert status == 503 and "did not answer within" in body["error"]
         assert call(f"{base}/api/health")[0] == 200
@@ -183,16 +189,36 @@ def test_serve_command_listens_answers_and_stops_on_ctrl_c():
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
+
+
+BAD_SERVE = [
+    (["--port", "99999"], "argument --port: a port is from 0 to 65535, not 99999"),
+    (["--port", "-1"], "argument --port: a port is from 0 to 65535, not -1"),
+    (["--port", "http"], "argument --port: 'http' is not a whole number"),
+    (["--host", ""], "--host is empty: give an address to listen on"),
+    (["--host", "no such host!"], "--host no such host!: not an address to listen on"),
+    (["--timeout", "0"], "argument --timeout: must be a finite number above 0, not 0"),
+    (["--timeout", "inf"], "argument --timeout: must be a finite number above 0, not inf"),
+    (["--timeout", "nan"], "argument --timeout: must be a finite number above 0, not nan"),
+    (["--cache-mib", "inf"], "argument --cache-mib: must be a finite number above 0, not inf"),
+    (["--cache-mib", "-1"], "argument --cache-mib: must be a finite number above 0, not -1"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD_SERVE, ids=[" ".join(a) for a, _ in BAD_SERVE])
+def test_bad_serve_arguments_are_one_sentence_before_anything_starts(tmp_path, args, needle):
+    """Checked before the tablebase is opened (the folder given does not exist, and
+    it is not what the line names) and before a socket is bound: exit 2, one line."""
     bad = subprocess.run(
-        [sys.executable, "-m", "bestemshe_dist", "serve", str(FIXTURE_M40), "--timeout", "0"],
+        [sys.executable, "-m", "bestemshe_dist", "serve", str(tmp_path / "absent"), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=60,
     )
-    assert (
-        bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--timeout must be a positive" in bad.stderr
-    )
+    assert bad.returncode == 2 and bad.stdout == "", bad.stderr
+    assert bad.stderr.splitlines() == [bad.stderr.strip()] and needle in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_stats_over_http_equal_the_oracle(tb123):
@@ -341,7 +367,7 @@ def test_bounded_load_no_failed_request_and_memory_bounded_by_the_cache():
                 return status == 200 and got["category"] == truth[str(pos)]
             if kind == 2:
                 status, got = call(f"{base}/api/mainline?pos={q(pos)}&max_plies=40")
-                return status == 200 and got["value"] == truth[str(pos)]
+                return status == 200 and got["category"] == truth[str(pos)]
             if kind == 3:
                 chunk = [positions[(i + j * 7) % len(positions)] for j in range(400)]
                 status, got = call(
@@ -449,3 +475,29 @@ def test_no_batch_body_gets_a_500(positions):
         assert (status == 200) == ("count" in body) and (status == 200 or "error" in body)
         if status == 200:
             assert body["count"] == len(positions)
+
+
+def test_probe_json_and_the_api_answer_with_one_schema(tb123):
+    """`probe --json` prints what GET /api/position answers, `mainline --json` what
+    GET /api/mainline answers: the same keys and the same values (docs/json.md),
+    with distances (tb123) and without (the published fixture)."""
+    from conftest import run_cli
+
+    folder, tables = tb123
+    cases = [(folder, p) for p in random_positions(Tablebase.open(str(folder)).variant, tables, 3, seed=4)]
+    cases.append((FIXTURE_M40, "20 20 1 1 1 1 1 1 1 1 1 1"))
+    for where, pos in cases:
+        with running(Tablebase.open(str(where))) as base:
+            status, api = call(f"{base}/api/position?pos={q(pos)}")
+            assert status == 200, api
+            status, api_line = call(f"{base}/api/mainline?pos={q(pos)}&max_plies=50")
+            assert status == 200, api_line
+        probe = run_cli("probe", where, str(pos), "--json")
+        assert probe.returncode == 0, probe.stderr
+        assert json.loads(probe.stdout) == api
+        line = run_cli("mainline", where, str(pos), "--json", "--max-plies", "50")
+        assert line.returncode == 0, line.stderr
+        assert json.loads(line.stdout) == api_line
+        assert "value" not in api and all(m["pit"] == m["index"] + 1 for m in api["moves"])
+        assert api["best_move"] in (None, *(m["pit"] for m in api["moves"]))
+        assert all(m["after"] is None or set(m["after"]) == {"category", "dtz"} for m in api_line["moves"])

@@ -54,6 +54,14 @@ def test_status_of_a_finished_endgame_solve(tmp_path):
         assert data["counts"][kind] == sum(e["counts"][kind] for e in manifest["layers"].values())
     assert data["pairs_in_progress"] == []
 
+    # Every k1 + k2 is even, so a record with an odd scope (as an older solve could
+    # write) is reported as the layers it solved.
+    record = out / ".bestemshe" / "solve.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "min_captured": 43}))
+    status = run_cli("status", out)
+    assert status.returncode == 0, status.stderr
+    assert "layers with k1 + k2 >= 44" in status.stdout and "layers done: 6 of 6 (finished)" in status.stdout
+
 
 class _Interrupt(Exception):
     pass

@@ -1,4 +1,4 @@
-"""2-bit code arrays (bestemshe_dist.solve.kernels) and their win/draw bitsets and layer
+"""2-bit code arrays (bestemshe_dist.solve.code_arrays) and their win/draw bitsets and layer
 files (bestemshe_dist.data.layer_files), checked against plain numpy and SPEC.md's bit layout."""
 
 import numpy as np
@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from bestemshe_dist.data import format as fmt
 from bestemshe_dist.data import layer_files as tables
 from bestemshe_dist.errors import FormatError
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 
 PROPS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-UNKNOWN, WIN, LOSS = kernels.UNKNOWN, kernels.WIN, kernels.LOSS
+UNKNOWN, WIN, LOSS = code_arrays.UNKNOWN, code_arrays.WIN, code_arrays.LOSS
 BIG_NPOS = fmt.BLOCK_BITS + 100  # 33_554_532 positions: two blocks
 
 
@@ -79,7 +79,7 @@ def big():
     return values, pack(values)
 
 
-# --- kernels: codes ----------------------------------------------------------------
+# --- code_arrays: codes ------------------------------------------------------------
 
 
 def test_code_constants():
@@ -88,36 +88,36 @@ def test_code_constants():
 
 @pytest.mark.parametrize("npos,words", [(0, 1), (1, 1), (31, 1), (32, 1), (33, 2), (64, 2), (65, 3)])
 def test_new_codes_size(npos, words):
-    c = kernels.new_codes(npos)
+    c = code_arrays.new_codes(npos)
     assert c.dtype == np.uint64 and c.shape == (words,) and not c.any()
-    assert kernels.code_words(npos) == words
+    assert code_arrays.code_words(npos) == words
 
 
 @settings(max_examples=200, **PROPS)
 @given(values_strategy())
 def test_set_get_code(values):
     npos = len(values)
-    codes = kernels.new_codes(npos)
+    codes = code_arrays.new_codes(npos)
     for i, v in enumerate(values.tolist()):
         if v:
-            kernels.set_code(codes, i, v)
+            code_arrays.set_code(codes, i, v)
     assert (codes == pack(values)).all()
-    got = [int(kernels.get_code(codes, i)) for i in range(npos)]
+    got = [int(code_arrays.get_code(codes, i)) for i in range(npos)]
     assert got == values.tolist()
     assert (unpack(codes, npos) == values).all()
 
 
 def test_set_code_layout():
-    codes = kernels.new_codes(100)
-    kernels.set_code(codes, 0, WIN)
-    kernels.set_code(codes, 31, LOSS)
-    kernels.set_code(codes, 32, LOSS)
-    kernels.set_code(codes, 99, WIN)
+    codes = code_arrays.new_codes(100)
+    code_arrays.set_code(codes, 0, WIN)
+    code_arrays.set_code(codes, 31, LOSS)
+    code_arrays.set_code(codes, 32, LOSS)
+    code_arrays.set_code(codes, 99, WIN)
     assert int(codes[0]) == 1 | (2 << 62)
     assert int(codes[1]) == 2
     assert int(codes[3]) == 1 << 6
     assert int(codes[2]) == 0
-    assert [int(kernels.get_code(codes, i)) for i in (0, 1, 31, 32, 33, 99)] == [1, 0, 2, 2, 0, 1]
+    assert [int(code_arrays.get_code(codes, i)) for i in (0, 1, 31, 32, 33, 99)] == [1, 0, 2, 2, 0, 1]
 
 
 @settings(max_examples=300, **PROPS)
@@ -128,7 +128,7 @@ def test_count_codes(values, junk_tail):
     if junk_tail and npos % 32:
         # Codes past npos name no position: they must not be counted.
         codes[-1] |= np.uint64(0x5555555555555555) << np.uint64(2 * (npos % 32))
-    wins, losses, undecided = kernels.count_codes(codes, npos)
+    wins, losses, undecided = code_arrays.count_codes(codes, npos)
     assert (int(wins), int(losses), int(undecided)) == (
         int((values == WIN).sum()),
         int((values == LOSS).sum()),
@@ -138,12 +138,12 @@ def test_count_codes(values, junk_tail):
 
 def test_count_codes_big(big):
     values, codes = big
-    counts = kernels.count_codes(codes, BIG_NPOS)
+    counts = code_arrays.count_codes(codes, BIG_NPOS)
     want = (int((values == WIN).sum()), int((values == LOSS).sum()), int((values == UNKNOWN).sum()))
     assert tuple(int(c) for c in counts) == want
 
 
-# --- kernels: merge_codes -----------------------------------------------------------
+# --- code_arrays: merge_codes -------------------------------------------------------
 
 
 @settings(max_examples=200, **PROPS)
@@ -164,7 +164,7 @@ def test_merge_codes(data):
     want = codes.copy()
     want[first : first + ndelta] |= delta
     delta_before = delta.copy()
-    kernels.merge_codes(codes, first, delta)
+    code_arrays.merge_codes(codes, first, delta)
     assert (codes == want).all()
     assert (delta == delta_before).all()
 
@@ -172,13 +172,13 @@ def test_merge_codes(data):
 def test_merge_codes_is_a_union_of_decisions():
     """Merging chunks of decisions into a layer gives the layer with all of them."""
     values = random_values(10_000, 3)
-    codes = kernels.new_codes(10_000)
+    codes = code_arrays.new_codes(10_000)
     packed = pack(values)
     for lo in range(0, len(packed), 37):
-        kernels.merge_codes(codes, lo, packed[lo : lo + 37].copy())
+        code_arrays.merge_codes(codes, lo, packed[lo : lo + 37].copy())
     assert (codes == packed).all()
     # ORing the same decisions again changes nothing (values never go back).
-    kernels.merge_codes(codes, 5, packed[5:50].copy())
+    code_arrays.merge_codes(codes, 5, packed[5:50].copy())
     assert (codes == packed).all()
 
 
@@ -222,7 +222,7 @@ def test_split_codes_and_back(values, junk_tail):
     win, draw, _ = _check_split(values, codes)
 
     back = tables.codes_from_bitsets(win, draw, npos, 4, 6)
-    assert back.dtype == np.uint64 and back.shape == (kernels.code_words(npos),)
+    assert back.dtype == np.uint64 and back.shape == (code_arrays.code_words(npos),)
     assert (back == clean).all()
     # The same from bitsets cut to exactly ceil(npos / 8) bytes, as a reader returns them.
     nbytes = fmt.bitset_bytes(npos)
@@ -336,7 +336,7 @@ def test_all_loss_and_all_draw_files():
     win_file, draw_file, counts = tables.encode_layer(loss, npos)
     assert counts == (0, 0, npos)
     assert len(win_file) == len(draw_file) == 157
-    draw_only = kernels.new_codes(npos)
+    draw_only = code_arrays.new_codes(npos)
     win_file, draw_file, counts = tables.encode_layer(draw_only, npos)
     assert counts == (0, npos, 0)
     assert len(win_file) == 157

@@ -23,7 +23,7 @@ from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.naming import sums_file
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import kernels
+from bestemshe_dist.solve import code_arrays
 from bestemshe_dist.verify.driver import verify
 
 SMALL = Variant(12, 3)
@@ -102,7 +102,7 @@ def codes_of(folder, variant, layer):
 
 
 def code_at(codes, rank):
-    return int(kernels.get_code(codes, rank))
+    return int(code_arrays.get_code(codes, rank))
 
 
 def put_code(codes, rank, code):
@@ -249,7 +249,7 @@ def test_min_captured_and_wdl_only(client, small_tb):
 # -- faults ----------------------------------------------------------------------------------
 def test_a_flipped_win_bit_with_a_stale_manifest(client, tb):
     layer = (2, 4)
-    rank = a_rank(tb, SMALL, layer, kernels.LOSS)
+    rank = a_rank(tb, SMALL, layer, code_arrays.LOSS)
     flip_bit(tb, SMALL, layer, "win", rank, with_manifest=False)
     report = check(client, tb)
     assert not report["passed"]
@@ -260,7 +260,7 @@ def test_a_flipped_win_bit_with_a_stale_manifest(client, tb):
     assert f"rank {rank} position [" in wrong[0]["message"]
 
 
-@pytest.mark.parametrize("kind,value", [("win", kernels.LOSS), ("draw", 0), ("draw", kernels.LOSS)])
+@pytest.mark.parametrize("kind,value", [("win", code_arrays.LOSS), ("draw", 0), ("draw", code_arrays.LOSS)])
 def test_a_flipped_bit_in_a_valid_file_and_manifest_is_caught_by_positions(client, tb, kind, value):
     layer = (0, 2) if value == 0 else (4, 2)
     rank = a_rank(tb, SMALL, layer, value)
@@ -418,7 +418,7 @@ def test_a_relabelled_cycle_passes_wdl_but_fails_with_distances(client, tmp_path
     assert relabel, "this variant has such a cycle (6 stones 1 pit: two positions that move into each other)"
     solve(client, Job(str(tmp_path), variant, dtz=True), make_plan(variant))
     layers = {(k1, k2) for k1, k2, _ in relabel}
-    code = {"W": kernels.WIN, "L": kernels.LOSS}
+    code = {"W": code_arrays.WIN, "L": code_arrays.LOSS}
     for layer in layers:
         codes = codes_of(tmp_path, variant, layer)
         for (k1, k2, board), v in relabel.items():
@@ -459,7 +459,7 @@ def test_sample_passes_and_catches_a_fault_when_it_looks_there(client, tb):
     assert report["positions_checked"] == sum(min(50, SMALL.layer_size(*l)) for l in SMALL.layers)
     assert "a sample, not a proof" in report["summary"]
     layer = (2, 4)
-    rank = a_rank(tb, SMALL, layer, kernels.LOSS)
+    rank = a_rank(tb, SMALL, layer, code_arrays.LOSS)
     flip_bit(tb, SMALL, layer, "win", rank, with_manifest=True)
     report = check(client, tb, sample=10**6, seed=1)  # more than any layer: every position
     assert any(f["layer"] == "2_4" and f.get("rank") == rank for f in faults(report, "value"))
@@ -480,7 +480,7 @@ def test_command_line_fault_names_the_rank_and_exits_1(endgame, tmp_path):
     variant = Variant(50, 5)
     layer = (18, 22)
     codes = codes_of(folder, variant, layer)
-    rank = next(r for r in range(1000, variant.layer_size(*layer)) if code_at(codes, r) == kernels.WIN)
+    rank = next(r for r in range(1000, variant.layer_size(*layer)) if code_at(codes, r) == code_arrays.WIN)
     flip_bit(folder, variant, layer, "win", rank, with_manifest=True)
     done = run_cli("verify", folder, "--workers", "1", "--json")
     assert done.returncode == 1, done.stdout + done.stderr

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import BestemsheError, UsageError
 from .config import (
@@ -68,10 +71,10 @@ def connect(
     in_process: bool = False,
     *,
     cluster: str | None = None,
-    config=None,
+    config: str | os.PathLike[str] | dict[str, Any] | None = None,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
-    log=None,
-):
+    log: Callable[[str], object] | None = None,
+) -> Iterator[Any]:
     """Yield a Client for the chosen backend; close what was started on exit
     (SLURM jobs are cancelled, a KubeCluster made here is deleted).
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from ..errors import UsageError
 
@@ -32,8 +34,11 @@ SHARED_MEMORY_ENV = {
 }
 DEFAULT_WAIT_SECONDS = 600
 NO_DASHBOARD_HTTP = "127.0.0.1:0"  # without a dashboard, the scheduler's /health server
+# ("jobs" / "workers" / "keep", N) or ("adapt", {"minimum": a, "maximum": b})
+Scaling: TypeAlias = tuple[str, Any]
 
-_TOP_KEYS = {"cluster", "scheduler", "storage", *BACKENDS}
+# min-captured: solve's scope (k1 + k2 >= M), so a config names how much it solves.
+_TOP_KEYS = {"cluster", "scheduler", "storage", "min-captured", *BACKENDS}
 _LOCAL_KEYS = {"workers", "threads_per_worker", "memory_limit", "dashboard_address"}
 # Ours, besides the SLURMCluster keyword arguments (jobqueue.yaml's keys).
 _SLURM_OWN = {"scale", "adapt", "wait_timeout"}
@@ -61,12 +66,12 @@ _SECRET_NAMES = {"key", "access_key", "aws_access_key_id", "access_key_id", "ses
 _SECRET_WORDS = ("secret", "token", "password", "passwd", "credential")
 
 
-def _norm(section: dict) -> dict:
+def _norm(section: dict[Any, Any]) -> dict[str, Any]:
     """jobqueue.yaml writes `job-extra-directives`; Python writes underscores."""
     return {str(k).replace("-", "_"): v for k, v in section.items()}
 
 
-def load_config(path) -> dict:
+def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a cluster config (YAML). Returns the normalised dict:
     top-level keys as written, each section's keys with underscores."""
     import yaml
@@ -84,14 +89,17 @@ def load_config(path) -> dict:
         raw = {}
     if not isinstance(raw, dict):
         raise UsageError(f"the config {path} must be a YAML mapping (cluster:, slurm:, storage:, ...).")
-    unknown = sorted(set(map(str, raw)) - _TOP_KEYS)
+    unknown = sorted(str(k) for k in raw if str(k).replace("_", "-") not in _TOP_KEYS)
     if unknown:
         raise UsageError(
             f"the config {path} has an unknown section {unknown[0]!r} "
             f"(known: {', '.join(sorted(_TOP_KEYS))})."
         )
-    config = {"_path": str(path)}
+    config: dict[str, Any] = {"_path": str(path)}
     for key, value in raw.items():
+        if str(key).replace("_", "-") == "min-captured":
+            config["min_captured"] = _min_captured(value, path)
+            continue
         if key in ("cluster", "scheduler"):
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"{key} in the config {path} must be a string.")
@@ -111,7 +119,18 @@ def load_config(path) -> dict:
     return config
 
 
-def _check_keys(config, section, allowed):
+def _min_captured(value: object, path: Path) -> int:
+    """min-captured: a whole number >= 0 here; that it is even and within the game is
+    checked with the variant when the plan is made (game/dag.py's make_plan), before
+    anything starts."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(
+            f"min-captured in the config {path} must be a whole number of at least 0, not {value!r}."
+        )
+    return value
+
+
+def _check_keys(config: dict[str, Any], section: str, allowed: set[str]) -> None:
     unknown = sorted(set(config.get(section, {})) - allowed)
     if unknown:
         raise UsageError(
@@ -120,7 +139,7 @@ def _check_keys(config, section, allowed):
         )
 
 
-def _slurm_keys() -> set:
+def _slurm_keys() -> set[str]:
     """The keys dask-jobqueue's SLURMCluster takes (its jobqueue.yaml section)."""
     import dask
 
@@ -159,11 +178,11 @@ def _slurm_keys() -> set:
     }
 
 
-def path_of(config) -> str:
+def path_of(config: dict[str, Any] | None) -> str:
     return (config or {}).get("_path", "the config")
 
 
-def storage_from_config(config: dict | None) -> tuple[str | None, dict]:
+def storage_from_config(config: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
     """The output URL and fsspec storage options of a config's `storage:` section.
 
     `endpoint` becomes `client_kwargs.endpoint_url`; `options` is passed as is;
@@ -195,7 +214,7 @@ def storage_from_config(config: dict | None) -> tuple[str | None, dict]:
     return (str(url) if url else None), options
 
 
-def secret_keys(value, prefix=""):
+def secret_keys(value: object, prefix: str = "") -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():
             name = f"{prefix}{key}"
@@ -209,7 +228,7 @@ def secret_keys(value, prefix=""):
             yield from secret_keys(item, name + ".")
 
 
-def merge_options(base: dict, override: dict) -> dict:
+def merge_options(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Deep merge of storage options: `override` (the command line) wins."""
     merged = copy.deepcopy(base)
     for key, value in override.items():
@@ -220,7 +239,9 @@ def merge_options(base: dict, override: dict) -> dict:
     return merged
 
 
-def choose_backend(cluster: str | None, scheduler: str | None, config: dict | None) -> tuple[str, str | None]:
+def choose_backend(
+    cluster: str | None, scheduler: str | None, config: dict[str, Any] | None
+) -> tuple[str, str | None]:
     """('scheduler', address) or (backend, None): the command line first, then the config."""
     config = config or {}
     if cluster is not None and cluster not in BACKENDS:
@@ -236,7 +257,9 @@ def choose_backend(cluster: str | None, scheduler: str | None, config: dict | No
     return config.get("cluster") or "local", None
 
 
-def scaling_of(workers, adapt, backend: str, unit: str, unit_words: str, path) -> tuple:
+def scaling_of(
+    workers: int | None, adapt: object, backend: str, unit: str, unit_words: str, path: str
+) -> Scaling:
     """("jobs"/"workers", N) from --workers, else ("adapt", {minimum, maximum}) from
     the config's `adapt` section."""
     if workers is not None:
@@ -249,7 +272,7 @@ def scaling_of(workers, adapt, backend: str, unit: str, unit_words: str, path) -
     }
 
 
-def positive(value, what, path):
+def positive(value: Any, what: str, path: str) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -259,7 +282,7 @@ def positive(value, what, path):
     return number
 
 
-def dashboard_of(parameter, section):
+def dashboard_of(parameter: str | None, section: dict[str, Any]) -> str | None:
     """The command line's dashboard address wins; else the config's; else the default.
     None or "none" turns the dashboard off."""
     value = parameter
@@ -270,7 +293,7 @@ def dashboard_of(parameter, section):
     return str(value)
 
 
-def wait_seconds(value, section, path):
+def wait_seconds(value: Any, section: str, path: str) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import BestemsheError
+from ..naming import counted
+from .config import Scaling
 
 
 @contextlib.contextmanager
-def port_taken_is_fine():
+def port_taken_is_fine() -> Iterator[None]:
     """The dashboard moves to a free port when its own is taken (and the start
     line says where): no warning for that."""
     with warnings.catch_warnings():
@@ -18,7 +22,7 @@ def port_taken_is_fine():
         yield
 
 
-def apply_scaling(cluster, scaling, processes=None) -> int:
+def apply_scaling(cluster: Any, scaling: Scaling, processes: int | None = None) -> int:
     """Apply the scaling: batch jobs of `processes` workers each (SLURM), or
     workers (processes None); returns how many workers to wait for before solving."""
     kind, value = scaling
@@ -37,7 +41,7 @@ def apply_scaling(cluster, scaling, processes=None) -> int:
     return value
 
 
-def wait_for_workers(client, expected, seconds, where, hint):
+def wait_for_workers(client: Any, expected: int, seconds: float, where: str, hint: str) -> None:
     if expected <= 0:
         return
     try:
@@ -48,11 +52,12 @@ def wait_for_workers(client, expected, seconds, where, hint):
         except Exception:
             have = 0
         raise BestemsheError(
-            f"only {have} of {expected} Dask workers joined on {where} within {seconds:g} s: {hint}."
+            f"only {have} of {counted(expected, 'Dask worker')} joined on {where} "
+            f"within {seconds:g} s: {hint}."
         ) from None
 
 
-def dashboard_link(cluster) -> str | None:
+def dashboard_link(cluster: Any) -> str | None:
     """The dashboard's URL, on the host it listens on (Dask's own link names this
     host's address even when the dashboard only listens on 127.0.0.1); None
     without a dashboard."""
@@ -69,13 +74,15 @@ def dashboard_link(cluster) -> str | None:
     return link
 
 
-def say_dashboard(say, backend, cluster, detail=None):
+def say_dashboard(
+    say: Callable[[str], object], backend: str, cluster: Any, detail: str | None = None
+) -> None:
     link = dashboard_link(cluster)
     parts = [f"{backend} cluster"] + ([detail] if detail else []) + ([f"dashboard {link}"] if link else [])
     say(", ".join(parts))
 
 
-def _has_dashboard(cluster) -> bool:
+def _has_dashboard(cluster: Any) -> bool:
     """Whether the scheduler serves the Bokeh dashboard (its HTTP server always runs)."""
     scheduler = getattr(cluster, "scheduler", None)
     application = getattr(scheduler, "http_application", None)

@@ -4,11 +4,14 @@ existing one by name."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import BestemsheError, UsageError
 from .config import (
     DEFAULT_WAIT_SECONDS,
     SHARED_MEMORY_ENV,
+    Scaling,
     path_of,
     positive,
     scaling_of,
@@ -18,7 +21,9 @@ from .config import (
 from .edge import apply_scaling, say_dashboard, wait_for_workers
 
 
-def kubernetes_settings(config=None, workers=None):
+def kubernetes_settings(
+    config: dict[str, Any] | None = None, workers: int | None = None
+) -> tuple[dict[str, Any] | None, dict[str, Any], Scaling, float]:
     """(DaskCluster spec or None, KubeCluster kwargs, scaling, wait seconds) from
     the `kubernetes:` section. With `existing: NAME` the spec is None and the
     running DaskCluster NAME is used."""
@@ -28,11 +33,12 @@ def kubernetes_settings(config=None, workers=None):
     wait = wait_seconds(section.get("wait_timeout", DEFAULT_WAIT_SECONDS), "kubernetes", path)
     adapt = section.get("adapt")
     replicas = positive(section.get("workers", 1), "kubernetes.workers", path)
+    scaling: Scaling
     if workers is None and adapt is None:
         scaling = ("workers", replicas)
     else:
         scaling = scaling_of(workers, adapt, "kubernetes", "workers", "workers", path)
-    kwargs = {"namespace": namespace} if namespace else {}
+    kwargs: dict[str, Any] = {"namespace": namespace} if namespace else {}
     if section.get("existing"):
         if workers is None and adapt is None:
             scaling = ("keep", 1)  # leave a running cluster's size alone
@@ -42,7 +48,7 @@ def kubernetes_settings(config=None, workers=None):
     return spec, kwargs, scaling, wait
 
 
-def kubernetes_spec(section: dict, replicas: int, path: str = "the config") -> dict:
+def kubernetes_spec(section: dict[str, Any], replicas: int, path: str = "the config") -> dict[str, Any]:
     """A DaskCluster resource (kubernetes.dask.org/v1) for the operator: scheduler
     and workers from `image`, worker `resources`, plain `env`, and every key of the
     Secret `env-from-secret` as environment variables (the S3 credentials)."""
@@ -105,7 +111,7 @@ def kubernetes_spec(section: dict, replicas: int, path: str = "the config") -> d
     return spec
 
 
-def forget_failed_kube_clusters(kind):
+def forget_failed_kube_clusters(kind: Any) -> None:
     """A KubeCluster whose start failed stays registered, and dask-kubernetes' exit
     hook then tries to delete it and prints a traceback: delete what can be
     deleted now, quietly, and unregister the rest."""
@@ -118,7 +124,7 @@ def forget_failed_kube_clusters(kind):
 
 
 @contextlib.contextmanager
-def start(config, workers, say):
+def start(config: dict[str, Any] | None, workers: int | None, say: Callable[[str], object]) -> Iterator[Any]:
     """A KubeCluster (made here, or an existing one) and its Client; one made here is deleted on exit."""
     from distributed import Client
 
@@ -129,9 +135,9 @@ def start(config, workers, say):
         raise UsageError(
             "--cluster kubernetes needs dask-kubernetes (pip install 'bestemshe_dist[kubernetes]')."
         ) from None
-    where = (
-        f"{kwargs.get('name') or spec['metadata']['name']} in namespace {kwargs.get('namespace', 'default')}"
-    )
+    # kwargs names the cluster exactly when there is no spec (an existing cluster)
+    name = kwargs["name"] if spec is None else spec["metadata"]["name"]
+    where = f"{name} in namespace {kwargs.get('namespace', 'default')}"
     try:
         made = (
             KubeCluster.from_name(kwargs.pop("name"), **kwargs)

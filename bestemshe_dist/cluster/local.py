@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import dask
 
@@ -14,8 +16,12 @@ from .edge import port_taken_is_fine, say_dashboard
 
 
 def local_cluster_kwargs(
-    config=None, workers=None, threads_per_worker=None, in_process=False, dashboard_address=DEFAULT_DASHBOARD
-) -> dict:
+    config: dict[str, Any] | None = None,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    in_process: bool = False,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
+) -> dict[str, Any]:
     """The LocalCluster keyword arguments: the command line, then `local:`, then defaults."""
     section = (config or {}).get("local", {})
     workers = workers if workers is not None else section.get("workers")
@@ -29,7 +35,7 @@ def local_cluster_kwargs(
     # Pair 8-12's rounds through the CLI on 2 cores: 152.3 s with two processes;
     # with one process of two threads 132.7 and 147.7 s on files in /dev/shm,
     # 124.4 and 145.2 s private (runs interleaved; this machine varies by 10%).
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         n_workers=workers or 1,
         threads_per_worker=threads or (1 if workers else os.cpu_count() or 1),
         processes=not in_process,
@@ -48,7 +54,14 @@ def local_cluster_kwargs(
 
 
 @contextlib.contextmanager
-def start(config, workers, threads_per_worker, in_process, dashboard_address, say):
+def start(
+    config: dict[str, Any] | None,
+    workers: int | None,
+    threads_per_worker: int | None,
+    in_process: bool,
+    dashboard_address: str | None,
+    say: Callable[[str], object],
+) -> Iterator[Any]:
     """A LocalCluster and its Client, closed on exit."""
     from distributed import Client, LocalCluster
 

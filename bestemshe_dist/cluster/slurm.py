@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import BestemsheError, UsageError
+from ..naming import counted
 from .config import (
     DEFAULT_DASHBOARD,
     DEFAULT_WAIT_SECONDS,
     NO_DASHBOARD_HTTP,
     SHARED_MEMORY_ENV,
+    Scaling,
     dashboard_of,
     path_of,
     positive,
@@ -21,7 +25,11 @@ from .config import (
 from .edge import apply_scaling, port_taken_is_fine, say_dashboard, wait_for_workers
 
 
-def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOARD):
+def slurm_settings(
+    config: dict[str, Any] | None = None,
+    workers: int | None = None,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
+) -> tuple[dict[str, Any], Scaling, float]:
     """(SLURMCluster kwargs, scaling, wait seconds) from the `slurm:` section.
 
     scaling is ("jobs", N) or ("adapt", {"minimum": a, "maximum": b}); `--workers N`
@@ -36,7 +44,7 @@ def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOAR
     wait = section.pop("wait_timeout", DEFAULT_WAIT_SECONDS)
     if scale is not None and adapt is not None:
         raise UsageError(f"the section slurm in {path} has both scale and adapt: keep one.")
-    kwargs = {"python": sys.executable}
+    kwargs: dict[str, Any] = {"python": sys.executable}
     # Keep the user's own jobqueue.yaml defaults; fill in only what is missing everywhere.
     for key, default in (("cores", 1), ("memory", "2GiB"), ("processes", 1)):
         if dask.config.get(f"jobqueue.slurm.{key}", default=None) is None:
@@ -46,12 +54,13 @@ def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOAR
     kwargs["job_script_prologue"] = [f"export {k}={v}" for k, v in SHARED_MEMORY_ENV.items()] + list(
         kwargs.get("job_script_prologue") or []
     )
-    options = dict(kwargs.get("scheduler_options") or {})
+    options: dict[str, Any] = dict(kwargs.get("scheduler_options") or {})
     if "dashboard_address" not in options and "dashboard" not in options:
         address = dashboard_of(dashboard_address, section)
         options["dashboard"] = address is not None
         options["dashboard_address"] = address or NO_DASHBOARD_HTTP
     kwargs["scheduler_options"] = options
+    scaling: Scaling
     if workers is None and adapt is None:
         jobs = scale.get("jobs", 1) if isinstance(scale, dict) else (scale if scale is not None else 1)
         scaling = ("jobs", positive(jobs, "slurm.scale.jobs", path))
@@ -60,7 +69,11 @@ def slurm_settings(config=None, workers=None, dashboard_address=DEFAULT_DASHBOAR
     return kwargs, scaling, wait_seconds(wait, "slurm", path)
 
 
-def slurm_cluster(config=None, workers=None, dashboard_address=DEFAULT_DASHBOARD):
+def slurm_cluster(
+    config: dict[str, Any] | None = None,
+    workers: int | None = None,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
+) -> tuple[Any, Scaling, float]:
     """Build (not scale) the SLURMCluster; returns (cluster, scaling, wait seconds).
     Building starts only the scheduler, in this process: no SLURM is needed until
     the cluster is scaled (`cluster.job_script()` shows the batch script)."""
@@ -84,7 +97,12 @@ def slurm_cluster(config=None, workers=None, dashboard_address=DEFAULT_DASHBOARD
 
 
 @contextlib.contextmanager
-def start(config, workers, dashboard_address, say):
+def start(
+    config: dict[str, Any] | None,
+    workers: int | None,
+    dashboard_address: str | None,
+    say: Callable[[str], object],
+) -> Iterator[Any]:
     """A SLURMCluster scaled to its jobs, and its Client; the jobs are cancelled on exit."""
     import logging
 
@@ -105,7 +123,7 @@ def start(config, workers, dashboard_address, say):
             say,
             "slurm",
             made,
-            f"{scaling[1]} worker jobs"
+            counted(scaling[1], "worker job")
             if scaling[0] == "jobs"
             else f"adaptive {scaling[1]['minimum']}..{scaling[1]['maximum']} worker jobs",
         )

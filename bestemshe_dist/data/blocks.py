@@ -18,21 +18,31 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import Any, Literal, TypeAlias, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import FormatError, StoreError
-from ..naming import layer_file, layer_name, sums_file
+from ..game.variant import Variant
+from ..naming import counted, layer_file, layer_name, sums_file
+from ..solve.code_arrays import Codes
 from . import format as fmt
 from .cache import OnceCache
 from .checksums import FileSums, LayerSums
 from .layer_files import codes_from_bitsets
 from .store import Store
 
+Ranks: TypeAlias = npt.NDArray[np.integer[Any]]
+
 
 def table_bits(kind: str, npos: int, width: int | None = None) -> int:
     """Bits of a layer's table: one per position for win and draw, 8 * width for dtz."""
-    return 8 * width * npos if kind == "dtz" else npos
+    if kind != "dtz":
+        return npos
+    if width is None:
+        raise TypeError("the bits of a dtz table depend on its width, and none was given")
+    return 8 * width * npos
 
 
 class LayerReader:
@@ -41,17 +51,17 @@ class LayerReader:
     def __init__(
         self,
         store: Store,
-        manifest: dict | None = None,
+        manifest: dict[str, Any] | None = None,
         cache_bytes: int | None = 256 << 20,
         listed_only: bool = True,
         require_sums: bool | None = None,
-    ):
+    ) -> None:
         """`listed_only`: with a manifest, a layer it does not list is missing (the
         oracle); without it such a layer's files are read all the same (the verifier,
         which reports the missing entry on its own). `require_sums`: whether every
         layer must have checksums; None: those whose manifest entry records them."""
         self.store = store
-        self.entries = manifest["layers"] if manifest is not None else None
+        self.entries: dict[str, Any] | None = manifest["layers"] if manifest is not None else None
         self.listed_only = listed_only
         self.require_sums = require_sums
         self._meta = OnceCache()  # headers and checksums: small, kept
@@ -64,16 +74,16 @@ class LayerReader:
         return f"{self.store.shown}/{name}"
 
     # -- what the manifest says ----------------------------------------------------------
-    def entry(self, k1: int, k2: int, kind: str = "win") -> dict | None:
+    def entry(self, k1: int, k2: int, kind: str = "win") -> dict[str, Any] | None:
         """The layer's manifest entry (None without a manifest); a layer the manifest
         lacks is a missing file."""
         if self.entries is None:
             return None
-        entry = self.entries.get(layer_name(k1, k2))
+        entry: dict[str, Any] | None = self.entries.get(layer_name(k1, k2))
         if entry is None and self.listed_only:
             raise StoreError(
                 f"{self.shown(layer_file(k1, k2, kind))} is missing: layer {layer_name(k1, k2)} "
-                f"is not in this tablebase (its manifest lists {len(self.entries)} layers)."
+                f"is not in this tablebase (its manifest lists {counted(len(self.entries), 'layer')})."
             )
         return entry
 
@@ -112,11 +122,11 @@ class LayerReader:
         return None if sums is None else sums.of(kind, self.shown(layer_file(k1, k2, kind)))
 
     # -- a block at a time ---------------------------------------------------------------------
-    def header(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
+    def header(self, k1: int, k2: int, kind: str, nbits: int) -> npt.NDArray[np.int64]:
         """The file's validated block offsets (checked against its checksums)."""
         return self._meta.get(("header", k1, k2, kind), lambda: (self._load_header(k1, k2, kind, nbits), 0))
 
-    def _load_header(self, k1, k2, kind, nbits) -> np.ndarray:
+    def _load_header(self, k1: int, k2: int, kind: str, nbits: int) -> npt.NDArray[np.int64]:
         name = layer_file(k1, k2, kind)
         sums = self.file_sums(k1, k2, kind)
         entry = self.entry(k1, k2, kind)
@@ -136,7 +146,7 @@ class LayerReader:
         block, or the last one, is mostly padding, which is never inflated)."""
         return self._blocks.get((k1, k2, kind, index), lambda: self._load_block(k1, k2, kind, nbits, index))
 
-    def _load_block(self, k1, k2, kind, nbits, index):
+    def _load_block(self, k1: int, k2: int, kind: str, nbits: int, index: int) -> tuple[bytes, int]:
         name = layer_file(k1, k2, kind)
         offsets = self.header(k1, k2, kind, nbits)
         frame = self._fetch(name, int(offsets[index]), int(offsets[index + 1]), what=f"block {index}")
@@ -159,7 +169,7 @@ class LayerReader:
         return int.from_bytes(raw[offset : offset + width], "little")
 
     # -- many positions at once (sorted ranks: each block read once) ----------------------------
-    def bits(self, k1: int, k2: int, kind: str, npos: int, ranks: np.ndarray) -> np.ndarray:
+    def bits(self, k1: int, k2: int, kind: str, npos: int, ranks: Ranks) -> npt.NDArray[np.uint8]:
         """The bits of sorted ranks in one file, each block read once."""
         out = np.empty(ranks.shape[0], np.uint8)
         blocks = ranks // fmt.BLOCK_BITS
@@ -169,7 +179,7 @@ class LayerReader:
             out[a:b] = (raw[offset >> 3] >> (offset & 7).astype(np.uint8)) & 1
         return out
 
-    def distances(self, k1: int, k2: int, width: int, npos: int, ranks: np.ndarray) -> np.ndarray:
+    def distances(self, k1: int, k2: int, width: int, npos: int, ranks: Ranks) -> npt.NDArray[np.int32]:
         """The stored distances of sorted ranks, each block of the table read once."""
         out = np.empty(ranks.shape[0], np.int32)
         at = ranks * width  # width 1 or 2 divides BLOCK_BYTES: never split
@@ -182,7 +192,9 @@ class LayerReader:
             out[a:b] = raw[offset] if width == 1 else raw[offset] | (raw[offset + 1].astype(np.int32) << 8)
         return out
 
-    def distance_range(self, k1: int, k2: int, width: int, npos: int, lo: int, n: int) -> np.ndarray:
+    def distance_range(
+        self, k1: int, k2: int, width: int, npos: int, lo: int, n: int
+    ) -> npt.NDArray[np.unsignedinteger[Any]]:
         """The stored distances of positions [lo, lo + n), from the dtz blocks that
         hold them (a slice of their bytes: for a block of positions, 32 or 64 MiB,
         where ranks and gathers would take 0.8 GB)."""
@@ -195,13 +207,13 @@ class LayerReader:
         return raw[start : start + n * width].view("<u1" if width == 1 else "<u2")
 
     # -- whole files -----------------------------------------------------------------------------
-    def table(self, k1: int, k2: int, kind: str, nbits: int) -> np.ndarray:
+    def table(self, k1: int, k2: int, kind: str, nbits: int) -> npt.NDArray[np.uint8]:
         """A whole file decoded (bitset_bytes(nbits) bytes), every frame checked first."""
         name = layer_file(k1, k2, kind)
         sums = self.file_sums(k1, k2, kind)
         return fmt.decode_file(self._fetch(name, None, None), self.shown(name), nbits, sums)
 
-    def codes(self, k1: int, k2: int, npos: int, out: np.ndarray | None = None) -> np.ndarray:
+    def codes(self, k1: int, k2: int, npos: int, out: Codes | None = None) -> Codes:
         """The layer's 2-bit codes from its win and draw files. Given `out` (a
         layer's worth of words, e.g. a slot of host memory) they are unpacked into
         it a block at a time, so nothing layer-sized is allocated on the way."""
@@ -219,14 +231,29 @@ class LayerReader:
         return out
 
     # -- I/O -----------------------------------------------------------------------------------------
+    @overload
+    def _fetch(
+        self,
+        name: str,
+        start: int | None,
+        end: int | None,
+        optional: Literal[False] = False,
+        what: str = "the bytes",
+    ) -> bytes: ...
+    @overload
     def _fetch(
         self, name: str, start: int | None, end: int | None, optional: bool = False, what: str = "the bytes"
-    ):
+    ) -> bytes | None: ...
+    def _fetch(
+        self, name: str, start: int | None, end: int | None, optional: bool = False, what: str = "the bytes"
+    ) -> bytes | None:
         """A whole file (start None) or bytes start..end (`what` they are, for the
         error), through fsspec; None for a missing optional file."""
         if start is None:
             data = self.store.read_optional(name) if optional else self.store.read_bytes(name)
         else:
+            if end is None:
+                raise TypeError(f"a ranged read of {self.shown(name)} needs its end")
             data = self.store.read_range(name, start, end)
             if len(data) != end - start:
                 if start > 0 and len(data) >= end:
@@ -241,7 +268,7 @@ class LayerReader:
             self.bytes_fetched += len(data) if data is not None else 0
         return data
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         return {
             "requests": self.requests,
             "bytes_fetched": self.bytes_fetched,
@@ -255,7 +282,7 @@ class LayerReader:
         return self._blocks.nbytes
 
 
-def read_layer_codes(store: Store, variant, k1: int, k2: int, out: np.ndarray | None = None) -> np.ndarray:
+def read_layer_codes(store: Store, variant: Variant, k1: int, k2: int, out: Codes | None = None) -> Codes:
     """A whole layer's 2-bit codes from a tablebase this project wrote (into `out`
     when given), every frame checked against the layer's checksums, which must be
     there (the solver's dependency layers: every layer it publishes, or keeps on
@@ -264,7 +291,7 @@ def read_layer_codes(store: Store, variant, k1: int, k2: int, out: np.ndarray | 
     return reader.codes(k1, k2, variant.layer_size(k1, k2), out)
 
 
-def runs(sorted_keys: np.ndarray):
+def runs(sorted_keys: npt.NDArray[Any]) -> list[tuple[int, int]]:
     """(start, end) of each run of equal values in a sorted array."""
     if sorted_keys.shape[0] == 0:
         return []

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
+from typing import Any, TypeVar
+
+# What one get() loads and returns (each key holds what its one loader gives).
+_V = TypeVar("_V")
 
 
 def worker_memory_budget() -> int:
@@ -35,32 +39,34 @@ class OnceCache:
     needs it, rather than decoded again for each); without it the bound always
     holds and such a value is used once and dropped."""
 
-    def __init__(self, budget: int | Callable[[], int] | None = None, keep_newest: bool = False):
+    def __init__(self, budget: int | Callable[[], int] | None = None, keep_newest: bool = False) -> None:
         self._budget = budget
         self._keep_newest = keep_newest
         self._lock = threading.Lock()
-        self._items: OrderedDict = OrderedDict()  # key -> (value, nbytes)
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()  # key -> (value, nbytes)
         self._bytes = 0
-        self._pending: dict = {}
+        self._pending: dict[Hashable, Future[Any]] = {}
         self.hits = 0
 
     def budget(self) -> int | None:
         return self._budget() if callable(self._budget) else self._budget
 
-    def get(self, key, load: Callable[[], tuple]):
+    def get(self, key: Hashable, load: Callable[[], tuple[_V, int]]) -> _V:
         """The value of `key`; `load()` returns (value, nbytes) and runs in one thread only."""
         with self._lock:
             item = self._items.get(key)
             if item is not None:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return item[0]
+                cached: _V = item[0]
+                return cached
             future = self._pending.get(key)
             owner = future is None
-            if owner:
+            if future is None:
                 future = self._pending[key] = Future()
         if not owner:
-            return future.result()
+            loaded: _V = future.result()
+            return loaded
         try:
             value, nbytes = load()
         except BaseException as exc:
@@ -74,11 +80,11 @@ class OnceCache:
         future.set_result(value)
         return value
 
-    def put(self, key, value, nbytes: int) -> None:
+    def put(self, key: Hashable, value: object, nbytes: int) -> None:
         with self._lock:
             self._store(key, value, nbytes)
 
-    def _store(self, key, value, nbytes: int) -> None:
+    def _store(self, key: Hashable, value: object, nbytes: int) -> None:
         old = self._items.pop(key, None)
         if old is not None:
             self._bytes -= old[1]
@@ -92,8 +98,9 @@ class OnceCache:
             _, (_, size) = self._items.popitem(last=False)
             self._bytes -= size
 
-    def drop(self, match: Callable[[object], bool]) -> int:
+    def drop(self, match: Callable[[Any], bool]) -> int:
         """Forget every key for which `match(key)` is true; returns how many are left."""
+        # `match` takes Any: it knows the shape of the keys its caller chose (tuples).
         with self._lock:
             for key in [k for k in self._items if match(k)]:
                 self._bytes -= self._items.pop(key)[1]

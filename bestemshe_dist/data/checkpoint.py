@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import zstandard
 
 from ..solve.pair import Delta
@@ -48,7 +50,7 @@ def encode_part(delta: Delta) -> bytes:
     line = json.dumps(meta).encode()
     # Padded so the first array's data lands 64-byte aligned in the decompressed
     # bytes (.npy pads its own header likewise), and decode_part can use it in place.
-    pieces = [line + b" " * (-(len(line) + 1) % 64) + b"\n"]
+    pieces: list[bytes | memoryview] = [line + b" " * (-(len(line) + 1) % 64) + b"\n"]
     for array in arrays:
         array = np.ascontiguousarray(array)
         header = io.BytesIO()
@@ -75,7 +77,7 @@ def decode_part(data: bytes) -> Delta:
     )
     offset = end + 1
 
-    def array() -> np.ndarray:  # over raw: only the .npy header is copied
+    def array() -> npt.NDArray[Any]:  # over raw: only the .npy header is copied
         nonlocal offset
         head = io.BytesIO(raw[offset : offset + 8 + 4 + 65535])
         version = np.lib.format.read_magic(head)

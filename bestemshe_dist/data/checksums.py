@@ -38,10 +38,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import FormatError
 from ..naming import layer_name, sums_file
 from . import format as fmt
+from .format import ByteView
 
 HASH = "blake2b-128"
 FORMAT = "bestemshe-checksums"
@@ -49,7 +51,7 @@ VERSION = 1
 KINDS = ("win", "draw", "dtz")
 
 
-def digest(data) -> str:
+def digest(data: ByteView) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -59,11 +61,11 @@ class FileSums:
 
     size: int
     header: str
-    frames: tuple
+    frames: tuple[str, ...]
     sidecar: str = field(default="its checksum file", compare=False)  # names it in errors
 
     @classmethod
-    def of_file(cls, data, name: str = "layer file") -> FileSums:
+    def of_file(cls, data: ByteView, name: str = "layer file") -> FileSums:
         """The checksums of a whole file (its header is validated first)."""
         view = memoryview(data).cast("B")
         offsets = fmt.parse_header(view, len(view), name)
@@ -73,7 +75,7 @@ class FileSums:
             tuple(digest(view[offsets[b] : offsets[b + 1]]) for b in range(len(offsets) - 1)),
         )
 
-    def check_header(self, head, size: int, shown: str) -> None:
+    def check_header(self, head: ByteView, size: int, shown: str) -> None:
         """`head`: the file's first bytes (at least the whole header), `size` its size."""
         if size != self.size:
             how = "cut short" if size < self.size else "longer than it was"
@@ -88,21 +90,21 @@ class FileSums:
                 f"{self.sidecar}, so the file is damaged or its checksums are stale."
             )
 
-    def check_frame(self, index: int, frame, shown: str) -> None:
+    def check_frame(self, index: int, frame: ByteView, shown: str) -> None:
         if not 0 <= index < len(self.frames) or digest(frame) != self.frames[index]:
             raise FormatError(
                 f"{shown}: block {index} fails its checksum ({HASH}): the file is damaged "
                 "there, and nothing is read from that block."
             )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"bytes": self.size, "header": self.header, "frames": list(self.frames)}
 
 
 @dataclass(frozen=True)
 class LayerSums:
-    layer: tuple
-    files: dict  # kind -> FileSums
+    layer: tuple[int, int]
+    files: dict[str, FileSums]  # kind -> FileSums
     shown: str = field(default="its checksum file", compare=False)  # where it was read
 
     def to_bytes(self) -> bytes:
@@ -118,7 +120,7 @@ class LayerSums:
         ).encode()
 
     @classmethod
-    def from_bytes(cls, raw: bytes, layer: tuple, shown: str) -> LayerSums:
+    def from_bytes(cls, raw: bytes, layer: tuple[int, int], shown: str) -> LayerSums:
         """Parse and validate a sidecar; `shown` names it in the one-sentence error."""
         try:
             doc = json.loads(raw)
@@ -128,7 +130,7 @@ class LayerSums:
                 raise ValueError(f"hash {doc.get('hash')!r} is not {HASH}")
             if tuple(doc.get("layer") or ()) != tuple(layer):
                 raise ValueError(f"it is for layer {doc.get('layer')}")
-            files = {}
+            files: dict[str, FileSums] = {}
             for kind, item in doc["files"].items():
                 if kind not in KINDS:
                     raise ValueError(f"unknown file kind {kind!r}")
@@ -141,7 +143,7 @@ class LayerSums:
                 f"{shown} is not a valid checksum file for layer "
                 f"{layer_name(*layer)} ({str(exc).rstrip('.') or type(exc).__name__})."
             ) from None
-        return cls(tuple(layer), files, shown)
+        return cls(layer, files, shown)
 
     def of(self, kind: str, shown: str) -> FileSums:
         """The sums of one file (`shown` names it); a file the sidecar does not cover
@@ -152,7 +154,7 @@ class LayerSums:
         return sums
 
 
-def manifest_record(sums: LayerSums, data: bytes) -> dict:
+def manifest_record(sums: LayerSums, data: bytes) -> dict[str, Any]:
     """What a manifest entry says of its layer's sidecar (its presence is then required)."""
     return {
         "hash": HASH,

@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import zstandard
 
 from bestemshe_dist.errors import FormatError
+
+if TYPE_CHECKING:
+    from .checksums import FileSums  # checksums imports this module
+
+# Bytes as the functions here read them: any contiguous buffer (a file's bytes, a
+# slice of them without a copy), and for the raw bits also a numpy array.
+ByteView: TypeAlias = bytes | bytearray | memoryview
+RawBits: TypeAlias = ByteView | npt.NDArray[Any]
 
 BLOCK_BYTES = 4_194_304
 BLOCK_BITS = 33_554_432
@@ -69,7 +79,7 @@ def header_size(num_blocks: int) -> int:
     return 4 + 4 * (num_blocks + 1)
 
 
-def header_bytes_needed(head4: bytes, name: str = "layer file", file_size: int | None = None) -> int:
+def header_bytes_needed(head4: ByteView, name: str = "layer file", file_size: int | None = None) -> int:
     """How many bytes the whole header takes, from the file's first 4 bytes.
 
     For ranged readers: fetch 4 bytes, then this many. With `file_size`, a count
@@ -89,13 +99,14 @@ def header_bytes_needed(head4: bytes, name: str = "layer file", file_size: int |
     return needed
 
 
-def _as_bytes_view(raw) -> memoryview:
+def _as_bytes_view(raw: RawBits) -> memoryview:
     if isinstance(raw, np.ndarray):
-        raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1)
+        # .data, the array's own memoryview: numpy declares no buffer protocol before 3.12
+        return np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1).data.cast("B")
     return memoryview(raw).cast("B")
 
 
-def compress_block(raw) -> bytes:
+def compress_block(raw: RawBits) -> bytes:
     """One Zstandard frame of one block; `raw` (at most BLOCK_BYTES) is zero-padded to BLOCK_BYTES."""
     view = _as_bytes_view(raw)
     if len(view) > BLOCK_BYTES:
@@ -124,7 +135,7 @@ def build_file(frames: list[bytes]) -> bytes:
     return b"".join([header, *frames])
 
 
-def compress_blocks(raw, threads: int = 1) -> list[bytes]:
+def compress_blocks(raw: RawBits, threads: int = 1) -> list[bytes]:
     """The frames of `raw` cut into blocks (the last one zero-padded): the one way
     bits become frames, for whole layer files and for a large layer's groups of
     blocks alike. On `threads` threads when there are several blocks (zstandard
@@ -137,7 +148,7 @@ def compress_blocks(raw, threads: int = 1) -> list[bytes]:
     return [compress_block(b) for b in blocks]
 
 
-def encode_bitset(bits, nbits: int, threads: int = 1) -> bytes:
+def encode_bitset(bits: RawBits, nbits: int, threads: int = 1) -> bytes:
     """The file for a raw bitset of `nbits` positions (bytes past the bitset are ignored)."""
     nbytes = bitset_bytes(nbits)
     view = _as_bytes_view(bits)
@@ -154,7 +165,9 @@ def encode_bitset(bits, nbits: int, threads: int = 1) -> bytes:
     return build_file(compress_blocks(view, threads))
 
 
-def parse_header(head: bytes, file_size: int, name: str, nbits: int | None = None) -> np.ndarray:
+def parse_header(
+    head: ByteView, file_size: int, name: str, nbits: int | None = None
+) -> npt.NDArray[np.int64]:
     """Validated offsets (int64, num_blocks + 1) from the start of a file of `file_size` bytes."""
     num_blocks = int.from_bytes(bytes(head[:4]), "little") if len(head) >= 4 else None
     if num_blocks is None:
@@ -198,12 +211,14 @@ def parse_header(head: bytes, file_size: int, name: str, nbits: int | None = Non
     return offsets
 
 
-def frame_sizes(offsets) -> np.ndarray:
+def frame_sizes(offsets: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Compressed size of each block."""
-    return np.diff(np.asarray(offsets, dtype=np.int64))
+    # Two steps: with asarray nested in it, numpy's overloads of diff pick a datetime one.
+    array = np.asarray(offsets, dtype=np.int64)
+    return np.diff(array)
 
 
-def decode_block(frame: bytes, name: str, index: int, needed: int = BLOCK_BYTES) -> bytes:
+def decode_block(frame: ByteView, name: str, index: int, needed: int = BLOCK_BYTES) -> bytes:
     """The first `needed` raw bytes of a block (all BLOCK_BYTES by default).
 
     The frame must record a content size of 4 MiB; output is bounded before
@@ -240,7 +255,9 @@ def decode_block(frame: bytes, name: str, index: int, needed: int = BLOCK_BYTES)
     return raw
 
 
-def decode_file(data: bytes, name: str, nbits: int | None = None, sums=None) -> np.ndarray:
+def decode_file(
+    data: ByteView, name: str, nbits: int | None = None, sums: FileSums | None = None
+) -> npt.NDArray[np.uint8]:
     """The raw bitset of a whole file: bitset_bytes(nbits) bytes, or every block when nbits is None.
 
     `sums` (a checksums.FileSums) checks the header and each frame before it is

@@ -2,33 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import FormatError
 from ..naming import layer_file, layer_name
-from ..solve import kernels
+from ..solve import code_arrays
+from ..solve.code_arrays import Codes
 from . import format as fmt
 
+Bits: TypeAlias = npt.NDArray[np.uint8]  # a bitset as bytes, LSB first
+Counts: TypeAlias = tuple[int, int, int]  # (wins, draws, losses)
 
-def split_codes(codes: np.ndarray, npos: int):
+
+def split_codes(codes: Codes, npos: int) -> tuple[Bits, Bits, Counts]:
     """(win bitset, draw bitset, (wins, draws, losses)) as whole 4 MiB blocks of bytes."""
     nbytes = fmt.blocks_for_bits(npos) * fmt.BLOCK_BYTES
     win = np.zeros(nbytes, dtype=np.uint8)
     draw = np.zeros(nbytes, dtype=np.uint8)
-    words = kernels.code_words(npos)
-    counts = kernels.codes_to_bitsets(
+    words = code_arrays.code_words(npos)
+    wins, draws, losses = code_arrays.codes_to_bitsets(
         codes[:words], npos, 0, win.view(np.uint32)[:words], draw.view(np.uint32)[:words]
     )
-    return win, draw, tuple(int(c) for c in counts)
+    return win, draw, (int(wins), int(draws), int(losses))
 
 
-def encode_layer(codes: np.ndarray, npos: int, threads: int = 1):
+def encode_layer(codes: Codes, npos: int, threads: int = 1) -> tuple[bytes, bytes, Counts]:
     """(win file bytes, draw file bytes, (wins, draws, losses))."""
     win, draw, counts = split_codes(codes, npos)
     return fmt.encode_bitset(win, npos, threads), fmt.encode_bitset(draw, npos, threads), counts
 
 
-def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int) -> np.ndarray:
+def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int) -> Codes:
     """Codes of a layer from its two files, refusing a position marked both win and draw."""
     win = fmt.decode_file(win_file, layer_file(k1, k2, "win"), npos)
     draw = fmt.decode_file(draw_file, layer_file(k1, k2, "draw"), npos)
@@ -36,29 +43,29 @@ def decode_layer(win_file: bytes, draw_file: bytes, npos: int, k1: int, k2: int)
 
 
 def codes_from_bitsets(
-    win: np.ndarray,
-    draw: np.ndarray,
+    win: Bits,
+    draw: Bits,
     npos: int,
     k1: int,
     k2: int,
-    out: np.ndarray | None = None,
+    out: Codes | None = None,
     first_word: int = 0,
-) -> np.ndarray:
+) -> Codes:
     """Codes from win and draw bitsets: the whole layer, or (given `out` and
     `first_word`) the len(out) words from word first_word on, the bitsets holding
     just those positions. A position marked both win and draw is refused."""
-    words = kernels.code_words(npos) if out is None else out.shape[0]
+    words = code_arrays.code_words(npos) if out is None else out.shape[0]
     padded = words * 4
     win32 = _padded(win, padded).view(np.uint32)
     draw32 = _padded(draw, padded).view(np.uint32)
-    codes = kernels.new_codes(npos) if out is None else out
-    clashes = kernels.bitsets_to_codes(win32, draw32, npos, codes, first_word)
+    codes = code_arrays.new_codes(npos) if out is None else out
+    clashes = code_arrays.bitsets_to_codes(win32, draw32, npos, codes, first_word)
     if clashes:
         raise FormatError(f"layer {layer_name(k1, k2)}: {clashes} positions are marked both win and draw.")
     return codes
 
 
-def _padded(bits: np.ndarray, nbytes: int) -> np.ndarray:
+def _padded(bits: Bits, nbytes: int) -> Bits:
     if bits.shape[0] >= nbytes:
         return np.ascontiguousarray(bits[:nbytes])
     out = np.zeros(nbytes, dtype=np.uint8)
@@ -71,17 +78,17 @@ def distance_width(max_distance: int) -> int:
     return 1 if max_distance <= 0xFF else 2
 
 
-def distance_bytes(dtz: np.ndarray, width: int) -> np.ndarray:
+def distance_bytes(dtz: npt.NDArray[np.integer[Any]], width: int) -> Bits:
     """Distances as little-endian unsigned bytes, `width` per position."""
     return np.ascontiguousarray(dtz.astype("<u1" if width == 1 else "<u2")).view(np.uint8)
 
 
-def encode_distances(dtz: np.ndarray, width: int) -> bytes:
+def encode_distances(dtz: npt.NDArray[np.integer[Any]], width: int) -> bytes:
     """The layer_<k1>_<k2>_dtz.bin file: the byte table in the same block format."""
     raw = distance_bytes(dtz, width)
     return fmt.encode_bitset(raw, 8 * raw.shape[0])
 
 
-def decode_distances(data: bytes, npos: int, width: int, k1: int, k2: int) -> np.ndarray:
+def decode_distances(data: bytes, npos: int, width: int, k1: int, k2: int) -> npt.NDArray[np.int64]:
     raw = fmt.decode_file(data, layer_file(k1, k2, "dtz"), 8 * width * npos)
     return raw.view("<u1" if width == 1 else "<u2").astype(np.int64)

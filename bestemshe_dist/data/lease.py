@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import Any
 
 from ..errors import StoreError
 from ..naming import LEASE
@@ -33,7 +34,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def stale_reason(holder: dict, now: float | None = None, host: str | None = None) -> str | None:
+def stale_reason(holder: dict[str, Any], now: float | None = None, host: str | None = None) -> str | None:
     """Why a lease record no longer holds (its process is gone from this host, or
     it was not renewed in time), or None while its solve may still be running."""
     host = socket.gethostname() if host is None else host
@@ -50,26 +51,27 @@ def stale_reason(holder: dict, now: float | None = None, host: str | None = None
 
 
 class Lease:
-    def __init__(self, store: Store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.token = uuid.uuid4().hex
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
-    def _record(self) -> dict:
+    def _record(self) -> dict[str, Any]:
         return {"token": self.token, "host": self.host, "pid": self.pid, "renewed": time.time()}
 
-    def _holder(self):
+    def _holder(self) -> dict[str, Any] | None:
         if not self.store.exists(LEASE):
             return None
         try:
-            return json.loads(self.store.read_bytes(LEASE))
+            holder: dict[str, Any] | None = json.loads(self.store.read_bytes(LEASE))
         except ValueError:
             return None
+        return holder
 
-    def _stale(self, holder: dict) -> bool:
+    def _stale(self, holder: dict[str, Any]) -> bool:
         return stale_reason(holder, host=self.host) is not None
 
     def acquire(self) -> None:
@@ -103,9 +105,9 @@ class Lease:
         if holder and holder.get("token") == self.token:
             self.store.remove(LEASE)
 
-    def __enter__(self):
+    def __enter__(self) -> Lease:
         self.acquire()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()

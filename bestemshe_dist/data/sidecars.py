@@ -19,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..naming import (
     LAYER_FILE_GLOB,
     LEASE,
+    counted,
     layer_file,
     layer_name,
     parse_layer_file,
@@ -37,9 +40,9 @@ from .lease import stale_reason
 from .store import Store, find_tablebase, read_json
 
 
-def _layers(store: Store, manifest: dict | None) -> dict:
+def _layers(store: Store, manifest: dict[str, Any] | None) -> dict[tuple[int, int], list[str]]:
     """layer -> the kinds of file it has (win and draw first, dtz if present)."""
-    found: dict = {}
+    found: dict[tuple[int, int], set[str]] = {}
     for name in store.list_names(LAYER_FILE_GLOB):
         parsed = parse_layer_file(name)
         if parsed:
@@ -52,11 +55,13 @@ def _layers(store: Store, manifest: dict | None) -> dict:
     return {layer: sorted(kinds, key=order.__getitem__) for layer, kinds in sorted(found.items())}
 
 
-def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewrite: bool) -> dict:
+def _one_layer(
+    store: Store, layer: tuple[int, int], kinds: list[str], entry: dict[str, Any] | None, rewrite: bool
+) -> dict[str, Any]:
     """Read, validate and hash one layer's files; write or check its sidecar."""
     start = time.perf_counter()
     k1, k2 = layer
-    result = {
+    result: dict[str, Any] = {
         "layer": layer_name(k1, k2),
         "files": len(kinds),
         "frames": 0,
@@ -66,7 +71,7 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
         "record": None,
     }
     try:
-        sums = {}
+        sums: dict[str, FileSums] = {}
         for kind in kinds:
             name = layer_file(k1, k2, kind)
             shown = f"{store.shown}/{name}"
@@ -93,6 +98,7 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
                 if not rewrite:
                     raise
         if same:
+            assert existing is not None  # `same` is only set by comparing with it
             result["action"] = "unchanged"
             result["record"] = manifest_record(made, existing)
         elif existing is not None and not rewrite:
@@ -113,12 +119,12 @@ def _one_layer(store: Store, layer: tuple, kinds: list, entry: dict | None, rewr
 
 def write_checksums(
     url: str,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     *,
     rewrite: bool = False,
     threads: int | None = None,
-    log=None,
-) -> dict:
+    log: Callable[[str], object] | None = None,
+) -> dict[str, Any]:
     """Write (or check) the sidecar of every layer at `url`; `log` gets a line per
     layer. Returns the report; report["passed"] is False if any layer failed."""
     started = time.perf_counter()
@@ -141,7 +147,7 @@ def write_checksums(
     layers = _layers(store, manifest)
     entries = (manifest or {}).get("layers", {})
     threads = threads or os.cpu_count() or 1
-    results = []
+    results: list[dict[str, Any]] = []
     with ThreadPoolExecutor(threads) as pool:
         futures = [
             pool.submit(
@@ -182,7 +188,7 @@ def write_checksums(
     }
 
 
-def line_of(result: dict) -> str:
+def line_of(result: dict[str, Any]) -> str:
     if result["fault"]:
         return f"layer {result['layer']}: FAILED: {result['fault']}"
     what = {
@@ -191,14 +197,14 @@ def line_of(result: dict) -> str:
         "unchanged": "checksums already there and matching",
     }[result["action"]]
     return (
-        f"layer {result['layer']}: {what} ({result['files']} files, {result['frames']} blocks, "
+        f"layer {result['layer']}: {what} ({counted(result['files'], 'file')}, {counted(result['frames'], 'block')}, "
         f"{result['bytes']:,} bytes)"
     )
 
 
-def format_checksums_report(report: dict) -> str:
+def format_checksums_report(report: dict[str, Any]) -> str:
     return (
-        f"{report['url']}: {len(report['layers'])} layers, {report['written']} written, "
+        f"{report['url']}: {counted(len(report['layers']), 'layer')}, {report['written']} written, "
         f"{report['unchanged']} unchanged, {report['failed']} failed ({report['hash']}, "
         f"{report['seconds']:.1f}s)" + ("" if report["passed"] else ": FAILED")
     )

@@ -11,7 +11,9 @@ import contextlib
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import fsspec
 
@@ -35,7 +37,7 @@ def _reason(exc: BaseException) -> str:
 _READ = [0]  # bytes this process read from any store (what a round costs in I/O)
 
 
-def _counted(data):
+def _counted(data: bytes) -> bytes:
     if data is not None:
         _READ[0] += len(data)  # a lost update under threads only blurs a statistic
     return data
@@ -47,7 +49,10 @@ def bytes_read() -> int:
 
 
 class Store:
-    def __init__(self, url: str, storage_options: dict | None = None):
+    fs: Any  # an fsspec filesystem (fsspec is untyped)
+    root: str
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = str(url).rstrip("/") or str(url)
         self.storage_options = dict(storage_options or {})
         self.shown = redact(self.url)
@@ -65,7 +70,7 @@ class Store:
         return f"{self.root}/{name}" if self.root else name
 
     @contextlib.contextmanager
-    def _io(self, what: str, name: str):
+    def _io(self, what: str, name: str) -> Iterator[None]:
         try:
             yield
         except StoreError:
@@ -82,7 +87,7 @@ class Store:
 
     def exists(self, name: str) -> bool:
         with self._io("check", name):
-            return self.fs.exists(self.path(name))
+            return bool(self.fs.exists(self.path(name)))
 
     def size(self, name: str) -> int:
         with self._io("stat", name):
@@ -140,22 +145,22 @@ class Store:
                 self.fs.makedirs(self.root or ".", exist_ok=True)
 
     # -- manifest -----------------------------------------------------------------
-    def read_manifest(self) -> dict | None:
+    def read_manifest(self) -> dict[str, Any] | None:
         if not self.exists(MANIFEST):
             return None
         raw = self.read_bytes(MANIFEST)
         try:
-            manifest = json.loads(raw)
+            manifest: dict[str, Any] = json.loads(raw)
             if manifest.get("format") != MANIFEST_FORMAT or not isinstance(manifest.get("layers"), dict):
                 raise ValueError
         except (ValueError, AttributeError):
             raise StoreError(f"{self.shown}/{MANIFEST} is not a bestemshe manifest.") from None
         return manifest
 
-    def write_manifest(self, manifest: dict) -> None:
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.write_bytes(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
 
-    def open_manifest(self, variant: Variant, synthetic: dict | None = None) -> dict:
+    def open_manifest(self, variant: Variant, synthetic: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest to extend: the existing one (same variant, and synthetic
         output only with the same synthetic run) or a new one. `synthetic`: the
         seed and pairs of `solve --synthetic-deps`, recorded so that such output can
@@ -198,7 +203,7 @@ class StoreJob:
 
     url: str
     variant: Variant
-    storage_options: dict = field(default_factory=dict, repr=False, compare=False)
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def store(self) -> Store:
         return Store(self.url, self.storage_options)
@@ -211,7 +216,7 @@ def no_tablebase(store: Store) -> StoreError:
     )
 
 
-def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
+def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict[str, Any] | None:
     """The tablebase's manifest, or None for a bare folder of layer files (the
     published dataset). A URL that holds neither is no_tablebase(store). Over
     http(s), which cannot list a folder, a URL without a manifest is taken as a
@@ -230,30 +235,30 @@ def find_tablebase(store: Store, allow_synthetic: bool = False) -> dict | None:
     return manifest
 
 
-def new_manifest(variant: Variant) -> dict:
+def new_manifest(variant: Variant) -> dict[str, Any]:
     return {"format": MANIFEST_FORMAT, "version": 1, "variant": variant.as_dict(), "layers": {}}
 
 
-def _protocols(fs) -> tuple:
+def _protocols(fs: Any) -> tuple[str, ...]:
     proto = fs.protocol
     return proto if isinstance(proto, tuple) else (proto,)
 
 
 # -- checkpoints of chunked pairs -------------------------------------------------
-def read_json(store: Store, name: str):
+def read_json(store: Store, name: str) -> Any:
     try:
         return json.loads(store.read_bytes(name))
     except ValueError:
         raise StoreError(f"{store.shown}/{name} is not valid JSON.") from None
 
 
-def write_json(store: Store, name: str, value) -> None:
+def write_json(store: Store, name: str, value: Any) -> None:
     store.write_bytes(name, json.dumps(value, sort_keys=True).encode())
 
 
-def completed_rounds(store: Store, pair_key: str) -> list:
+def completed_rounds(store: Store, pair_key: str) -> list[dict[str, Any]]:
     """The markers of a pair's complete rounds, 0, 1, ... up to the first gap."""
-    markers = []
+    markers: list[dict[str, Any]] = []
     while store.exists(round_marker(pair_key, len(markers))):
         markers.append(read_json(store, round_marker(pair_key, len(markers))))
     return markers

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..naming import layer_name, pair_key
+from ..naming import counted, layer_name, pair_key
 from .geometry import capture_targets, pair_layers
 from .variant import Variant
 
@@ -20,9 +20,9 @@ from .variant import Variant
 class PairPlan:
     a: int
     b: int  # a <= b
-    layers: tuple  # ((a, b), (b, a)) or ((a, a),)
+    layers: tuple[tuple[int, int], ...]  # ((a, b), (b, a)) or ((a, a),)
     layer_size: int  # positions in each layer of the pair
-    deps: tuple  # layers reached by captures, sorted
+    deps: tuple[tuple[int, int], ...]  # layers reached by captures, sorted
     dep_positions: int = 0  # positions in those layers
 
     @property
@@ -42,14 +42,14 @@ class PairPlan:
 class Plan:
     variant: Variant
     min_captured: int
-    pairs: tuple  # in a valid solving order (largest m first)
+    pairs: tuple[PairPlan, ...]  # in a valid solving order (largest m first)
 
     @property
-    def layers(self) -> list:
+    def layers(self) -> list[tuple[int, int]]:
         return [layer for p in self.pairs for layer in p.layers]
 
     @property
-    def inputs(self) -> list:
+    def inputs(self) -> list[tuple[int, int]]:
         """Dependency layers the plan does not solve (solve --pair A B): they must be
         published in the output already."""
         own = set(self.layers)
@@ -62,7 +62,7 @@ class Plan:
     def pair_by_key(self, key: str) -> PairPlan:
         return next(p for p in self.pairs if p.key == key)
 
-    def pair_of(self, layer) -> PairPlan:
+    def pair_of(self, layer: tuple[int, int]) -> PairPlan:
         a, b = sorted(layer)
         for p in self.pairs:
             if (p.a, p.b) == (a, b):
@@ -72,7 +72,7 @@ class Plan:
     def describe(self) -> str:
         v = self.variant
         lines = [
-            f"# {v.describe()}: {len(self.pairs)} pairs, {len(self.layers)} layers, "
+            f"# {v.describe()}: {counted(len(self.pairs), 'pair')}, {counted(len(self.layers), 'layer')}, "
             f"{self.positions:,} positions (k1 + k2 >= {self.min_captured})",
             "# m     pair         layer size  positions  depends on",
         ]
@@ -82,12 +82,28 @@ class Plan:
         return "\n".join(lines)
 
 
-def make_plan(variant: Variant, min_captured: int = 0) -> Plan:
+def check_min_captured(min_captured: int, what: str = "--min-captured") -> None:
+    """A scope k1 + k2 >= M must name an even M: a capture takes an even number of
+    stones and the kazans start empty, so every layer's k1 + k2 is even, and an odd M
+    would solve the layers of M + 1 while the tablebase's records said M."""
+    if min_captured % 2:
+        raise UsageError(
+            f"{what} must be even, not {min_captured}: every layer's k1 + k2 is even (captures take an even "
+            f"number of stones), so give {min_captured - 1} or {min_captured + 1}."
+        )
+
+
+def make_plan(variant: Variant, min_captured: int = 0, what: str = "--min-captured") -> Plan:
+    """The pairs of the layers with k1 + k2 >= min_captured; `what` names where the
+    number came from in an error (the flag, or a config's key)."""
     top = 2 * (variant.win_kazan - 2)
+    if isinstance(min_captured, bool) or not isinstance(min_captured, int):
+        raise UsageError(f"{what} must be a whole number, not {min_captured!r}.")
     if min_captured < 0 or min_captured > top:
         raise UsageError(
-            f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, not {min_captured}."
+            f"{what} must be from 0 to {top} for the {variant.stones}-stone game, not {min_captured}."
         )
+    check_min_captured(min_captured, what)
     pairs = []
     for m in range(top, min_captured - 1, -1):
         for a in variant.kazans:

@@ -14,7 +14,7 @@ def pair_layers(a: int, b: int) -> list[tuple[int, int]]:
     return [(a, b)] if a == b else [(a, b), (b, a)]
 
 
-def partner(layer: tuple) -> tuple:
+def partner(layer: tuple[int, int]) -> tuple[int, int]:
     """The layer a quiet move of `layer` leads to (the mover changes sides)."""
     return (layer[1], layer[0])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def _names(variant: Variant) -> list[str]:
     return ["k1", "k2", *(f"p{i}" for i in range(variant.board))]
 
 
-def _integer(name: str, value) -> int:
+def _integer(name: str, value: object) -> int:
     """One number of a position: an int, or text of one, non-negative."""
     if isinstance(value, bool):
         raise UsageError(f"position: {name} = {value} is not an integer.")
@@ -45,10 +46,10 @@ class Position:
 
     k1: int
     k2: int
-    pits: tuple
+    pits: tuple[int, ...]
     variant: Variant = Variant()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         variant = self.variant
         names = _names(variant)
         values = [self.k1, self.k2, *self.pits]
@@ -78,7 +79,7 @@ class Position:
 
     # -- constructors ---------------------------------------------------------------
     @classmethod
-    def parse(cls, values, variant: Variant = Variant()) -> Position:
+    def parse(cls, values: Any, variant: Variant = Variant()) -> Position:
         """From text ("0 0 5 5 ...", commas allowed) or a sequence of numbers or strings."""
         if isinstance(values, Position):
             if values.variant != variant:
@@ -130,11 +131,11 @@ class Position:
         return (self.k1, self.k2)
 
     @property
-    def own(self) -> tuple:
+    def own(self) -> tuple[int, ...]:
         return self.pits[: self.variant.pits]
 
     @property
-    def other(self) -> tuple:
+    def other(self) -> tuple[int, ...]:
         return self.pits[self.variant.pits :]
 
     def board(self) -> np.ndarray:
@@ -156,7 +157,7 @@ def _shape(variant: Variant) -> str:
 
 
 # -- symmetric positions (the published match's starts; the explorer's picker) -----------
-def symmetric_halves(variant: Variant, layer: tuple) -> int:
+def symmetric_halves(variant: Variant, layer: tuple[int, int]) -> int:
     """Ways to fill one side of a symmetric position of `layer` (equal kazans, equal
     stones a side): the compositions of half the board's stones into `pits` pits;
     0 when the layer has no symmetric position."""
@@ -167,7 +168,7 @@ def symmetric_halves(variant: Variant, layer: tuple) -> int:
     return int(variant.binom[stones // 2 + variant.pits - 1, variant.pits - 1])
 
 
-def random_symmetric(variant: Variant, layer: tuple, rng) -> Position:
+def random_symmetric(variant: Variant, layer: tuple[int, int], rng: np.random.Generator) -> Position:
     """A symmetric position of `layer`, uniform over all of them (each side drawn
     alone); the side to move always has a move. `rng`: a numpy Generator."""
     ways = symmetric_halves(variant, layer)

@@ -13,8 +13,14 @@ so `binom` is Variant.binom (binom[x, k] = C(x, k)).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from .variant import Variant
 
 # Outcomes of sow_and_capture, beside the capture count.
 MOVE_EMPTY = -1  # the chosen pit holds no stone: not a legal move
@@ -23,7 +29,7 @@ MOVE_ON = 0  # the game goes on: the opponent is to move in the child
 
 
 @njit(cache=True, nogil=True)
-def rank(board, binom):
+def rank(board: NDArray[np.int64], binom: NDArray[np.int64]) -> int:
     prefix = 0
     value = 0
     for i in range(board.shape[0] - 1):
@@ -33,14 +39,14 @@ def rank(board, binom):
 
 
 @njit(cache=True, nogil=True)
-def rank_rows(boards, binom, out):
+def rank_rows(boards: NDArray[np.int64], binom: NDArray[np.int64], out: NDArray[np.int64]) -> None:
     """rank() of every row of `boards` (N, n) into out[:N]: one call for a batch."""
     for r in range(boards.shape[0]):
         out[r] = rank(boards[r], binom)
 
 
 @njit(cache=True, nogil=True)
-def unrank(value, stones, binom, board):
+def unrank(value: int, stones: int, binom: NDArray[np.int64], board: NDArray[np.int64]) -> None:
     """Fill `board` (length n) with the position of rank `value` among `stones` stones."""
     n = board.shape[0]
     # Colex decoding: the prefix sums plus their index form a strictly increasing
@@ -61,7 +67,7 @@ def unrank(value, stones, binom, board):
 
 
 @njit(cache=True, nogil=True)
-def successor(board):
+def successor(board: NDArray[np.int64]) -> bool:
     """Advance `board` to the position of the next rank (an odometer over stones).
 
     Returns False (board unchanged) at the last rank. Derivation: the colex successor
@@ -83,7 +89,9 @@ def successor(board):
 
 
 @njit(cache=True, nogil=True)
-def sow_and_capture(board, pit, pits, k1, win_kazan, after):
+def sow_and_capture(
+    board: NDArray[np.int64], pit: int, pits: int, k1: int, win_kazan: int, after: NDArray[np.int64]
+) -> tuple[int, int]:
     """Play own `pit` on `board`; `after` gets the board (mover's view, not rotated).
 
     Returns (outcome, captured). Sowing follows SPEC.md: s == 1 moves the stone to the
@@ -126,7 +134,9 @@ def sow_and_capture(board, pit, pits, k1, win_kazan, after):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def landing(board, opponent, pit, pits, k1, win_kazan):
+def landing(
+    board: NDArray[np.int64], opponent: int, pit: int, pits: int, k1: int, win_kazan: int
+) -> tuple[int, int, int, int, int, int]:
     """Where own `pit`'s last stone lands, without building the board after the move:
     (outcome, captured, laps, rest, keep, last). `opponent` is the stone count of
     board[pits:]; the other values feed child_rank.
@@ -168,7 +178,17 @@ def landing(board, opponent, pit, pits, k1, win_kazan):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def child_rank(board, pit, pits, binom, captured, laps, rest, keep, last):
+def child_rank(
+    board: NDArray[np.int64],
+    pit: int,
+    pits: int,
+    binom: NDArray[np.int64],
+    captured: int,
+    laps: int,
+    rest: int,
+    keep: int,
+    last: int,
+) -> int:
     """rotated_rank of the board after a MOVE_ON found by landing(), each child pit's
     count formed inside the rank's prefix sum."""
     n = 2 * pits
@@ -193,7 +213,15 @@ def child_rank(board, pit, pits, binom, captured, laps, rest, keep, last):
 
 
 @njit(cache=True, nogil=True)
-def move_rank(board, opponent, pit, pits, k1, win_kazan, binom):
+def move_rank(
+    board: NDArray[np.int64],
+    opponent: int,
+    pit: int,
+    pits: int,
+    k1: int,
+    win_kazan: int,
+    binom: NDArray[np.int64],
+) -> tuple[int, int, int]:
     """(outcome, captured, child rank) of own `pit` (rank 0 unless MOVE_ON): what
     sow_and_capture and rotated_rank give, by landing() and child_rank()."""
     outcome, captured, laps, rest, keep, last = landing(board, opponent, pit, pits, k1, win_kazan)
@@ -203,7 +231,7 @@ def move_rank(board, opponent, pit, pits, k1, win_kazan, binom):
 
 
 @njit(cache=True, nogil=True)
-def rotated_rank(after, pits, binom):
+def rotated_rank(after: NDArray[np.int64], pits: int, binom: NDArray[np.int64]) -> int:
     """Rank of the child board: `after` seen from the opponent (rotated by `pits`)."""
     n = 2 * pits
     prefix = 0
@@ -218,7 +246,7 @@ def rotated_rank(after, pits, binom):
 
 
 @njit(cache=True, nogil=True)
-def rotate(after, pits, child):
+def rotate(after: NDArray[np.int64], pits: int, child: NDArray[np.int64]) -> None:
     n = 2 * pits
     for i in range(n):
         j = i + pits
@@ -227,7 +255,9 @@ def rotate(after, pits, child):
         child[i] = after[j]
 
 
-def play(variant, k1: int, k2: int, board, pit: int):
+def play(
+    variant: Variant, k1: int, k2: int, board: ArrayLike, pit: int
+) -> tuple[str, int] | tuple[str, tuple[int, int, NDArray[np.int64]], int] | None:
     """Python-level move for callers outside the hot loops (oracle, tests).
 
     Returns None for an empty pit, ("win", captured) when the mover wins at once, or
@@ -246,14 +276,20 @@ def play(variant, k1: int, k2: int, board, pit: int):
 
 
 @njit(cache=True, nogil=True)
-def unmoves(child, pits, preds):
+def unmoves(child: NDArray[np.int64], pits: int, preds: NDArray[np.int64]) -> int:
     """Boards from which one non-capturing move gives `child` (see unmoves_into)."""
     n = 2 * pits
     return unmoves_into(child, pits, preds, np.empty(n, np.int64), np.empty((pits * (n + 1), 3), np.int64))
 
 
 @njit(cache=True, nogil=True)
-def unmoves_into(child, pits, preds, after, specs):
+def unmoves_into(
+    child: NDArray[np.int64],
+    pits: int,
+    preds: NDArray[np.int64],
+    after: NDArray[np.int64],
+    specs: NDArray[np.int64],
+) -> int:
     """Fill rows of `preds` (shape (>= max_unmoves(pits), n)) with the boards from
     which one non-capturing move gives `child` (see unmove_specs); returns how many.
     `after` (n entries) and `specs` (max_unmoves(pits) x 3) are scratch."""
@@ -264,7 +300,9 @@ def unmoves_into(child, pits, preds, after, specs):
 
 
 @njit(cache=True, nogil=True)
-def unmove_specs(child, pits, after, specs):
+def unmove_specs(
+    child: NDArray[np.int64], pits: int, after: NDArray[np.int64], specs: NDArray[np.int64]
+) -> int:
     """The non-capturing moves that give `child` (written from the side to move in
     the child, i.e. the opponent of the predecessor's mover), as rows
     (pit, laps, rest) of `specs`; returns how many. `after` receives the board after
@@ -342,7 +380,7 @@ def unmove_specs(child, pits, after, specs):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _unmoved_count(after, pits, pit, laps, rest, j):
+def _unmoved_count(after: NDArray[np.int64], pits: int, pit: int, laps: int, rest: int, j: int) -> int:
     """Stones in pit j before the un-move (pit, laps, rest) of unmove_specs."""
     n = 2 * pits
     if laps < 0:  # a single stone from pit to pit + 1
@@ -358,14 +396,18 @@ def _unmoved_count(after, pits, pit, laps, rest, j):
 
 
 @njit(cache=True, nogil=True)
-def unmove_board(after, pits, pit, laps, rest, row):
+def unmove_board(
+    after: NDArray[np.int64], pits: int, pit: int, laps: int, rest: int, row: NDArray[np.int64]
+) -> None:
     """The predecessor board of one un-move found by unmove_specs."""
     for j in range(2 * pits):
         row[j] = _unmoved_count(after, pits, pit, laps, rest, j)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def unmove_rank(after, pits, pit, laps, rest, binom):
+def unmove_rank(
+    after: NDArray[np.int64], pits: int, pit: int, laps: int, rest: int, binom: NDArray[np.int64]
+) -> int:
     """rank() of unmove_board(...), each pit's count formed inside the prefix sum
     (the frontier kernel needs the board only for predecessors it re-checks)."""
     prefix = 0

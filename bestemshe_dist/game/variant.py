@@ -21,7 +21,7 @@ class Variant:
     stones: int = 50
     pits: int = 5
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.stones, Integral) or not isinstance(self.pits, Integral):
             raise UsageError("stones and pits must be integers.")
         object.__setattr__(self, "stones", int(self.stones))
@@ -79,5 +79,5 @@ class Variant:
     def describe(self) -> str:
         return f"{self.stones} stones, {self.pits} pits per side"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int]:
         return {"stones": self.stones, "pits": self.pits}

@@ -10,20 +10,30 @@ Tablebase.probe_many gives them; ILLEGAL marks an empty pit's move.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
 import numpy as np
+import numpy.typing as npt
 from numba import njit
 
 from ..game.geometry import capture_targets, pair_layers, partner
 from ..game.rules import MOVE_EMPTY, MOVE_WIN, child_rank, landing, unrank
 from ..game.variant import Variant
-from ..solve import kernels
+from ..solve import code_arrays, kernels
+from ..solve.code_arrays import Codes
 from ..solve.pair import dep_bundle
 from ..solve.prefetch import prefetch
+
+# A layer's arrays for label_layer: (own, other, deps, dep_start), see pair_codes
+LayerBundle: TypeAlias = tuple[Codes, Codes, Codes, npt.NDArray[np.int64]]
+# (boards (N, board), value (N,), after (N, pits)), int8 each
+LabelArrays: TypeAlias = tuple[npt.NDArray[np.int8], npt.NDArray[np.int8], npt.NDArray[np.int8]]
 
 ILLEGAL = -2
 # code -> value for the side to move: UNKNOWN (a draw once solved), WIN, LOSS
 _VALUE_OF_CODE = np.array([0, 1, -1, 0], np.int8)
-assert (kernels.UNKNOWN, kernels.WIN, kernels.LOSS) == (0, 1, 2)
+assert (code_arrays.UNKNOWN, code_arrays.WIN, code_arrays.LOSS) == (0, 1, 2)
 
 
 GROUP = 32  # positions whose children are asked for before any is read (see label_ranks)
@@ -89,7 +99,7 @@ def label_ranks(
                         prefetch(deps, child >> 5)
                     kids[i - first, pit] = child
         for i in range(first, last):
-            value[i] = value_of_code[kernels.get_code(own, ranks[i])]
+            value[i] = value_of_code[code_arrays.get_code(own, ranks[i])]
             for pit in range(pits):
                 child = kids[i - first, pit]
                 if child == _EMPTY:
@@ -97,12 +107,14 @@ def label_ranks(
                 elif child == _WIN_AT_ONCE:
                     after[i, pit] = 1
                 elif in_deps[i - first, pit]:
-                    after[i, pit] = -value_of_code[kernels.get_code(deps, child)]
+                    after[i, pit] = -value_of_code[code_arrays.get_code(deps, child)]
                 else:
-                    after[i, pit] = -value_of_code[kernels.get_code(other, child)]
+                    after[i, pit] = -value_of_code[code_arrays.get_code(other, child)]
 
 
-def pair_codes(load, variant: Variant, a: int, b: int) -> dict:
+def pair_codes(
+    load: Callable[[tuple[int, int]], Codes], variant: Variant, a: int, b: int
+) -> dict[tuple[int, int], LayerBundle]:
     """layer -> (own, other, deps, dep_start) for the layers of pair (a, b): their
     codes, each other's, and their capture targets end to end; `load(layer)`
     gives a layer's codes (a LayerReader's codes(), every block checked where
@@ -115,7 +127,9 @@ def pair_codes(load, variant: Variant, a: int, b: int) -> dict:
     }
 
 
-def label_layer(variant: Variant, layer: tuple, bundle: tuple, ranks: np.ndarray) -> tuple:
+def label_layer(
+    variant: Variant, layer: tuple[int, int], bundle: LayerBundle, ranks: npt.NDArray[np.integer[Any]]
+) -> LabelArrays:
     """(boards (N, board) int8, value (N,) int8, after (N, pits) int8) of `ranks` in `layer`."""
     k1, k2 = layer
     n = ranks.shape[0]
@@ -143,8 +157,13 @@ def label_layer(variant: Variant, layer: tuple, bundle: tuple, ranks: np.ndarray
 
 
 def draw_ranks(
-    variant: Variant, layer: tuple, bundle: tuple, count: int, rng: np.random.Generator, with_no_move: bool
-) -> tuple:
+    variant: Variant,
+    layer: tuple[int, int],
+    bundle: LayerBundle,
+    count: int,
+    rng: np.random.Generator,
+    with_no_move: bool,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.int8], npt.NDArray[np.int8]]:
     """`count` positions of `layer` drawn uniformly (among those with a move unless
     `with_no_move`): (ranks, boards, value, after). A position with no move is
     drawn again from the same generator, so the draw depends on the seed only."""
@@ -161,7 +180,7 @@ def draw_ranks(
     return ranks, boards, value, after
 
 
-def positions_with_a_move(variant: Variant, layer: tuple) -> int:
+def positions_with_a_move(variant: Variant, layer: tuple[int, int]) -> int:
     """A layer's positions less those whose mover has no stone (every stone on the
     other side: the compositions of the board's stones into `pits` pits)."""
     stones = variant.board_stones(*layer)

@@ -27,20 +27,32 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import BestemsheError, UsageError
 from ..game import rules
-from ..game.position import random_symmetric, symmetric_halves
+from ..game.position import Position, random_symmetric, symmetric_halves
 from ..game.rules import MOVE_ON, MOVE_WIN
 from ..game.variant import Variant
 from ..naming import layer_name
-from ..oracle.tablebase import FLIP, NUMBER_OF, Tablebase
+from ..oracle.tablebase import FLIP, NUMBER_OF, Move, Tablebase
 
 DEFAULT_PLIES = 400
 CHUNK_STARTS = 25
 WIN_SCORE = 10_000
+
+# Positions as a policy sees them: (N, 2 + 2 pits), written from the side to move.
+Rows: TypeAlias = npt.NDArray[np.int64]
+# f(rows, rng, variant, tablebase) -> a pit a row, as anything checked_pits takes.
+Policy: TypeAlias = Callable[[Rows, np.random.Generator, Variant, Tablebase], Any]
+# What --policy names, or (in this process) a callable given the rows alone.
+PolicySpec: TypeAlias = str | Callable[[Rows], Any]
+# (pit, outcome, captured, child row or None) of a legal move
+_LegalMove: TypeAlias = tuple[int, int, int, Rows | None]
 
 
 class PolicyError(BestemsheError):
@@ -48,25 +60,28 @@ class PolicyError(BestemsheError):
 
 
 # -- policies ---------------------------------------------------------------------------
-def _legal(rows: np.ndarray, pits: int) -> np.ndarray:
+def _legal(rows: Rows, pits: int) -> npt.NDArray[np.bool_]:
     return rows[:, 2 : 2 + pits] > 0
 
 
-def random_policy(rows, rng, variant, tb):
+def random_policy(
+    rows: Rows, rng: np.random.Generator, variant: Variant, tb: Tablebase
+) -> npt.NDArray[np.intp]:
+    """`random`: a legal pit of each row, uniformly, drawn from `rng`."""
     legal = _legal(rows, variant.pits)
     pick = rng.random(legal.shape) * legal
     return pick.argmax(axis=1)
 
 
-def _moves(variant: Variant, row) -> list:
+def _moves(variant: Variant, row: Rows) -> list[_LegalMove]:
     """(pit, outcome, captured, child row or None) of each legal move of `row`
     (rules.play's move, the child as a row from the opponent's side)."""
-    out = []
+    out: list[_LegalMove] = []
     for pit in range(variant.pits):
         moved = rules.play(variant, int(row[0]), int(row[1]), row[2:], pit)
         if moved is None:
             continue
-        if moved[0] == "win":
+        if len(moved) == 2:  # ("win", captured); else ("child", (k1, k2, board), captured)
             out.append((pit, MOVE_WIN, moved[1], None))
         else:
             (k1, k2, board), captured = moved[1], moved[2]
@@ -74,7 +89,8 @@ def _moves(variant: Variant, row) -> list:
     return out
 
 
-def greedy_policy(rows, rng, variant, tb):
+def greedy_policy(rows: Rows, rng: np.random.Generator, variant: Variant, tb: Tablebase) -> Rows:
+    """`greedy`: the move that wins at once, else the largest capture; ties at random."""
     picks = np.empty(rows.shape[0], np.int64)
     for i, row in enumerate(rows):
         scored = [
@@ -87,7 +103,7 @@ def greedy_policy(rows, rng, variant, tb):
     return picks
 
 
-def _negamax(variant: Variant, row, depth: int) -> int:
+def _negamax(variant: Variant, row: Rows, depth: int) -> int:
     """The kazan difference for the side to move after `depth` plies of best play."""
     moves = _moves(variant, row)
     if not moves:
@@ -95,19 +111,24 @@ def _negamax(variant: Variant, row, depth: int) -> int:
     if depth == 0:
         return int(row[0]) - int(row[1])
     best = -WIN_SCORE - 1
-    for _pit, outcome, _captured, child in moves:
-        score = WIN_SCORE if outcome == MOVE_WIN else -_negamax(variant, child, depth - 1)
+    for _pit, _outcome, _captured, child in moves:
+        # no child row: the move wins at once (MOVE_WIN)
+        score = WIN_SCORE if child is None else -_negamax(variant, child, depth - 1)
         best = max(best, score)
     return best
 
 
-def minimax_policy(depth: int):
-    def policy(rows, rng, variant, tb):
+def minimax_policy(depth: int) -> Policy:
+    """`minimax:D`: the policy that plays negamax `depth` plies deep on the kazan
+    difference (a game won at once counts most); ties at random."""
+
+    def policy(rows: Rows, rng: np.random.Generator, variant: Variant, tb: Tablebase) -> Rows:
         picks = np.empty(rows.shape[0], np.int64)
         for i, row in enumerate(rows):
             scored = [
-                (WIN_SCORE if outcome == MOVE_WIN else -_negamax(variant, child, depth - 1), pit)
-                for pit, outcome, captured, child in _moves(variant, row)
+                # no child row: the move wins at once (MOVE_WIN)
+                (WIN_SCORE if child is None else -_negamax(variant, child, depth - 1), pit)
+                for pit, _outcome, _captured, child in _moves(variant, row)
             ]
             best = max(s for s, _ in scored)
             ties = [pit for s, pit in scored if s == best]
@@ -117,15 +138,23 @@ def minimax_policy(depth: int):
     return policy
 
 
-def oracle_policy(rows, rng, variant, tb):
-    return np.array([tb.best_move(tb.position([int(x) for x in row])).pit for row in rows], np.int64)
+def oracle_policy(rows: Rows, rng: np.random.Generator, variant: Variant, tb: Tablebase) -> Rows:
+    """`oracle`: the tablebase's own best move (a check of the harness: it keeps
+    the value at every move)."""
+    return np.array([_best_pit(tb, row) for row in rows], np.int64)
 
 
-def policy_name(spec) -> str:
+def _best_pit(tb: Tablebase, row: Rows) -> int:
+    choice = tb.best_move(tb.position([int(x) for x in row]))
+    assert choice is not None  # a policy is asked only of positions with a move (play_chunk)
+    return choice.pit
+
+
+def policy_name(spec: PolicySpec) -> str:
     return spec if isinstance(spec, str) else getattr(spec, "__qualname__", repr(spec))
 
 
-def load_policy(spec):
+def load_policy(spec: PolicySpec) -> Policy:
     """The policy `spec` names (or a callable taking a batch of rows, as
     module:function's), as f(rows, rng, variant, tablebase) -> pits; a name that
     is none is one sentence (UsageError), before any game starts."""
@@ -161,15 +190,16 @@ def load_policy(spec):
     if not callable(found):
         raise UsageError(f"--policy {spec}: {module}.{name} is not callable.")
 
-    def external(rows, rng, variant, tb):
+    def external(rows: Rows, rng: np.random.Generator, variant: Variant, tb: Tablebase) -> Any:
         return found(rows.copy())
 
     return external
 
 
-def checked_pits(spec, got, rows: np.ndarray, variant: Variant) -> np.ndarray:
+def checked_pits(spec: PolicySpec, got: object, rows: Rows, variant: Variant) -> Rows:
     """The policy's answer as pits, or one sentence naming the first bad one."""
     spec = policy_name(spec)
+    pits: npt.NDArray[Any] | None
     try:
         pits = np.asarray(got)
     except Exception:
@@ -192,7 +222,9 @@ def checked_pits(spec, got, rows: np.ndarray, variant: Variant) -> np.ndarray:
 
 
 # -- starts -------------------------------------------------------------------------------
-def symmetric_starts(variant: Variant, held, count: int, seed: int) -> list:
+def symmetric_starts(
+    variant: Variant, held: Iterable[tuple[int, int]], count: int, seed: int
+) -> list[Position]:
     """`count` symmetric positions (equal kazans, equal stones a side, a move to make)
     of the held layers, uniform over all such positions."""
     layers = sorted(l for l in held if symmetric_halves(variant, l))
@@ -208,12 +240,14 @@ def symmetric_starts(variant: Variant, held, count: int, seed: int) -> list:
 
 
 # -- games --------------------------------------------------------------------------------
-def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int) -> list:
+def play_chunk(
+    tb: Tablebase, policy_spec: PolicySpec, starts: list[Position], seed: int, chunk: int, plies: int
+) -> list[dict[str, Any]]:
     """Every start played twice (the policy first, then second): one record a game."""
     variant = tb.variant
     policy = load_policy(policy_spec)
     rng = np.random.default_rng([seed, chunk])
-    games = []
+    games: list[dict[str, Any]] = []
     for start in starts:
         start_value = tb.probe(start).value
         for policy_first in (True, False):
@@ -274,7 +308,7 @@ def play_chunk(tb, policy_spec, starts: list, seed: int, chunk: int, plies: int)
     return games
 
 
-def _advance(game: dict, move, policy_won: bool) -> None:
+def _advance(game: dict[str, Any], move: Move, policy_won: bool) -> None:
     game["plies"] += 1
     if move.ends_game:
         game["result"] = "win" if policy_won else "loss"
@@ -284,23 +318,23 @@ def _advance(game: dict, move, policy_won: bool) -> None:
 
 
 def play_chunk_task(
-    url: str, options: dict, policy_spec: str, starts: list, seed: int, chunk: int, plies: int
-) -> list:
+    url: str, options: dict[str, Any], policy_spec: str, starts: list[str], seed: int, chunk: int, plies: int
+) -> list[dict[str, Any]]:
     tb = Tablebase.open(url, options)
     return play_chunk(tb, policy_spec, [tb.position(s) for s in starts], seed, chunk, plies)
 
 
 def match(
-    client,
-    tb,
+    client: Any,
+    tb: Tablebase,
     url: str,
-    options: dict,
-    policy_spec,
+    options: dict[str, Any],
+    policy_spec: PolicySpec,
     *,
     starts: int,
     plies: int = DEFAULT_PLIES,
     seed: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     """Play the match on Dask (client) or in this process (client None); the report.
     policy_spec: a name (see the module doc) or, in this process, a callable."""
     load_policy(policy_spec)  # a bad name stops here, before a task starts
@@ -329,8 +363,8 @@ def match(
     return report
 
 
-def score(games: list, policy_spec: str, **settings) -> dict:
-    def tally(group):
+def score(games: list[dict[str, Any]], policy_spec: str, **settings: Any) -> dict[str, Any]:
+    def tally(group: list[dict[str, Any]]) -> dict[str, Any]:
         moves = sum(g["moves"] for g in group)
         kept = sum(g["kept"] for g in group)
         eligible = [g for g in group if g["theory"] in ("win", "draw")]
@@ -356,8 +390,8 @@ def score(games: list, policy_spec: str, **settings) -> dict:
     }
 
 
-def format_match(report: dict) -> str:
-    def rate(r):
+def format_match(report: dict[str, Any]) -> str:
+    def rate(r: float | None) -> str:
         return "n/a" if r is None else f"{100 * r:.2f}%"
 
     lines = [

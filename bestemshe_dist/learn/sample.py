@@ -25,26 +25,34 @@ import io
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from ..data.cache import OnceCache, worker_memory_budget
 from ..errors import UsageError
+from ..game.dag import check_min_captured
 from ..game.geometry import pair_layers
 from ..game.variant import Variant
 from ..naming import (
     SAMPLE_CARD,
     SAMPLE_README,
     SHARD_GLOB,
+    counted,
     layer_name,
     parse_shard_file,
     sample_key,
     shard_file,
 )
 from ..oracle.tablebase import VALUE_OF, Tablebase
-from .labels import ILLEGAL, draw_ranks, pair_codes, positions_with_a_move
+from ..solve.code_arrays import Codes
+from .labels import ILLEGAL, LayerBundle, draw_ranks, pair_codes, positions_with_a_move
+
+if TYPE_CHECKING:
+    from ..data.store import Store
 
 FORMAT = "bestemshe-dist sample 1"
 WEIGHTS = ("uniform", "layer")
@@ -68,7 +76,7 @@ class SampleSpec:
     min_captured: int
     weights: str
     with_no_move: bool
-    layers: tuple  # ((k1, k2), ...) sorted
+    layers: tuple[tuple[int, int], ...]  # ((k1, k2), ...) sorted
     distances: bool  # some layer has a distance table: a dtz column
 
     @property
@@ -82,7 +90,7 @@ class SampleSpec:
     def shard_size(self, shard: int) -> int:
         return min(self.shard_positions, self.positions - shard * self.shard_positions)
 
-    def weights_of_layers(self) -> np.ndarray:
+    def weights_of_layers(self) -> npt.NDArray[np.float64]:
         v = self.variant
         if self.weights == "layer":
             w = np.ones(len(self.layers))
@@ -92,21 +100,21 @@ class SampleSpec:
             w = np.array([positions_with_a_move(v, l) for l in self.layers], np.float64)
         return w / w.sum()
 
-    def counts(self, shard: int) -> np.ndarray:
+    def counts(self, shard: int) -> npt.NDArray[np.int64]:
         """Positions of each layer in `shard`."""
         rng = np.random.default_rng([self.seed, shard])
         return rng.multinomial(self.shard_size(shard), self.weights_of_layers())
 
-    def pairs(self) -> list:
+    def pairs(self) -> list[tuple[int, int]]:
         return sorted({(min(l), max(l)) for l in self.layers})
 
-    def as_card(self) -> dict:
+    def as_card(self) -> dict[str, Any]:
         data = asdict(self)
         data["layers"] = [layer_name(*l) for l in self.layers]
         return data
 
 
-def columns(variant: Variant, distances: bool) -> dict:
+def columns(variant: Variant, distances: bool) -> dict[str, str]:
     """Column name -> what it holds (the card lists them)."""
     out = {"k1": "kazan of the side to move (int8)", "k2": "kazan of the other side (int8)"}
     for j in range(variant.board):
@@ -130,14 +138,14 @@ def columns(variant: Variant, distances: bool) -> dict:
 class Labels(NamedTuple):
     """Labelled positions, a row each: what a pair task makes and a shard is built of."""
 
-    kazans: np.ndarray  # (N, 2) int8
-    boards: np.ndarray  # (N, board) int8
-    value: np.ndarray  # (N,) int8: 1, 0, -1 for the side to move
-    dtz: np.ndarray  # (N,) int16, -1: none
-    after: np.ndarray  # (N, pits) int8: the move's value for the mover, ILLEGAL for an empty pit
+    kazans: npt.NDArray[np.int8]  # (N, 2)
+    boards: npt.NDArray[np.int8]  # (N, board)
+    value: npt.NDArray[np.int8]  # (N,): 1, 0, -1 for the side to move
+    dtz: npt.NDArray[np.int16]  # (N,), -1: none
+    after: npt.NDArray[np.int8]  # (N, pits): the move's value for the mover, ILLEGAL for an empty pit
 
     @classmethod
-    def join(cls, parts: list, v: Variant) -> Labels:
+    def join(cls, parts: list[Labels], v: Variant) -> Labels:
         if not parts:
             return cls(
                 np.zeros((0, 2), np.int8),
@@ -148,27 +156,30 @@ class Labels(NamedTuple):
             )
         return cls(*(np.concatenate(field) for field in zip(*parts)))
 
-    def take(self, order: np.ndarray) -> Labels:
+    def take(self, order: npt.NDArray[np.integer[Any]]) -> Labels:
         return Labels(*(field[order] for field in self))
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         return {name: int((self.value == x).sum()) for x, name in VALUE_OF.items()}
 
 
 # -- tasks --------------------------------------------------------------------------------
-def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shards: list) -> dict:
-    """shard -> this pair's Labels of that shard (its layers in order)."""
+def label_pair_task(
+    url: str, options: dict[str, Any], spec: SampleSpec, pair: tuple[int, int], shards: list[int]
+) -> dict[int | str, Any]:
+    """shard -> this pair's Labels of that shard (its layers in order); also "seconds"
+    and "labelled", the task's time and positions."""
     start = time.perf_counter()
     v = spec.variant
     tb = Tablebase.open(url, options, cache_bytes=READ_CACHE_BYTES)
     layers = [l for l in pair_layers(*pair) if l in spec.layers]
     index = {l: spec.layers.index(l) for l in layers}
-    bundle = None
-    out = {}
+    bundle: dict[tuple[int, int], LayerBundle] | None = None
+    out: dict[int | str, Any] = {}
     labelled = 0
     for shard in shards:
         counts = spec.counts(shard)
-        parts = []
+        parts: list[Labels] = []
         for layer in layers:
             count = int(counts[index[layer]])
             if count == 0:
@@ -197,22 +208,24 @@ def label_pair_task(url: str, options: dict, spec: SampleSpec, pair: tuple, shar
 _CODES = OnceCache(worker_memory_budget, keep_newest=True)
 
 
-def _layer_codes(tb, url: str, layer: tuple) -> np.ndarray:
+def _layer_codes(tb: Tablebase, url: str, layer: tuple[int, int]) -> Codes:
     entry = ((tb.manifest or {}).get("layers") or {}).get(layer_name(*layer)) or {}
     identity = (entry.get("sha256") or {}).get("win")  # a layer solved again is another key
 
-    def load():
+    def load() -> tuple[Codes, int]:
         codes = tb.reader.codes(*layer, tb.variant.layer_size(*layer))
         return codes, codes.nbytes
 
     return _CODES.get((url, layer, identity), load)
 
 
-def shard_piece(result: dict, shard: int) -> Labels:
+def shard_piece(result: dict[int | str, Any], shard: int) -> Labels:
     return result[shard]
 
 
-def write_shard_task(out_url: str, out_options: dict, spec: SampleSpec, shard: int, pieces: list) -> dict:
+def write_shard_task(
+    out_url: str, out_options: dict[str, Any], spec: SampleSpec, shard: int, pieces: list[Labels]
+) -> dict[str, Any]:
     """Shuffle the pieces (pair order) with (seed, shard) and write the shard whole."""
     from ..data.store import Store
 
@@ -225,8 +238,8 @@ def write_shard_task(out_url: str, out_options: dict, spec: SampleSpec, shard: i
     return {"shard": shard, "name": name, "rows": int(labels.value.shape[0]), **labels.counts()}
 
 
-def shard_table(spec: SampleSpec, labels: Labels):
-    """The shard's Arrow table, columns in the card's order."""
+def shard_table(spec: SampleSpec, labels: Labels) -> Any:
+    """The shard's Arrow table (pyarrow is untyped), columns in the card's order."""
     import pyarrow as pa
 
     v = spec.variant
@@ -249,7 +262,7 @@ def shard_table(spec: SampleSpec, labels: Labels):
     return pa.table(data)
 
 
-def _write_parquet(table, sink) -> None:
+def _write_parquet(table: Any, sink: BinaryIO) -> None:
     import pyarrow.parquet as pq
 
     # zstd, one row group per 256k rows; no timestamps go into the file, so the
@@ -257,12 +270,14 @@ def _write_parquet(table, sink) -> None:
     pq.write_table(table, sink, compression="zstd", row_group_size=262_144)
 
 
-def shard_counts(store, name: str) -> dict:
+def shard_counts(store: Store, name: str) -> dict[str, Any]:
     """A written shard's rows and value counts, read back from its value column."""
     import pyarrow.parquet as pq
 
     value = pq.read_table(io.BytesIO(store.read_bytes(name)), columns=["value"])["value"].to_numpy()
-    index, _ = parse_shard_file(name)
+    parsed = parse_shard_file(name)
+    assert parsed is not None  # `name` is a shard_file(): sample() passes the shards written
+    index, _ = parsed
     return {
         "shard": index,
         "name": name,
@@ -273,7 +288,7 @@ def shard_counts(store, name: str) -> dict:
 
 # -- the driver ----------------------------------------------------------------------------
 def plan_sample(
-    tb,
+    tb: Tablebase,
     *,
     positions: int,
     seed: int,
@@ -294,6 +309,7 @@ def plan_sample(
             f"{positions:,} positions in shards of {shard_positions:,} make more than 99,999 shards; "
             "raise --shard-positions."
         )
+    check_min_captured(min_captured)
     held = tb.layers()
     if held is None:
         raise UsageError(f"{tb.url} cannot be listed and has no manifest: sample needs to know its layers.")
@@ -320,7 +336,7 @@ def plan_sample(
     )
 
 
-def check_out(store, spec: SampleSpec) -> list:
+def check_out(store: Store, spec: SampleSpec) -> list[int]:
     """The shards already written at `store` for this spec (a rerun skips them);
     a card of other settings there is one sentence."""
     raw = store.read_optional(SAMPLE_CARD)
@@ -338,7 +354,7 @@ def check_out(store, spec: SampleSpec) -> list:
                 f"{store.shown} holds a sample made with other settings ({', '.join(changed)}); "
                 "rerun with those, or choose another --out."
             )
-    written = []
+    written: list[int] = []
     for name in store.list_names(SHARD_GLOB):
         parsed = parse_shard_file(name)
         if parsed and parsed[1] == spec.shards and parsed[0] < spec.shards:
@@ -347,16 +363,16 @@ def check_out(store, spec: SampleSpec) -> list:
 
 
 def sample(
-    client,
+    client: Any,
     url: str,
-    options: dict,
+    options: dict[str, Any],
     out_url: str,
-    out_options: dict,
+    out_options: dict[str, Any],
     spec: SampleSpec,
     *,
     command: str,
-    log=print,
-) -> dict:
+    log: Callable[[str], object] = print,
+) -> dict[str, Any]:
     """Write the shards `out_url` lacks, then the card; returns the card."""
     from distributed import as_completed
 
@@ -365,14 +381,14 @@ def sample(
     store = Store(out_url, out_options)
     done = set(check_out(store, spec))
     missing = [i for i in range(spec.shards) if i not in done]
-    card = {"format": FORMAT, "spec": spec.as_card(), "command": command, "complete": False}
+    card: dict[str, Any] = {"format": FORMAT, "spec": spec.as_card(), "command": command, "complete": False}
     store.write_bytes(SAMPLE_CARD, json.dumps(card, indent=1).encode())
     log(
-        f"sample: {spec.positions:,} positions of {len(spec.layers)} layers of {spec.source} in {spec.shards} "
-        f"shards; {len(done)} already written, {len(missing)} to write"
+        f"sample: {spec.positions:,} positions of {counted(len(spec.layers), 'layer')} of {spec.source} in "
+        f"{counted(spec.shards, 'shard')}; {len(done)} already written, {len(missing)} to write"
     )
     start = time.perf_counter()
-    results = []
+    results: list[dict[str, Any]] = []
     labelled = task_seconds = 0.0
     tag = uuid.uuid4().hex[:8]  # this run's keys, apart from any other run on the scheduler
     per_wave = max(1, WAVE_POSITIONS // spec.shard_positions)
@@ -452,16 +468,16 @@ def sample(
     return card
 
 
-def card_text(card: dict) -> str:
+def card_text(card: dict[str, Any]) -> str:
     s = card["spec"]
     lines = [
         "# Bestemshe positions labelled by the tablebase",
         "",
         f"{s['positions']:,} positions of the {s['stones']}-stone, {s['pits']}-pit game from `{s['source']}` "
-        f"(the {len(s['layers'])} layers with k1 + k2 >= {s['min_captured']} it holds), drawn "
+        f"(the {counted(len(s['layers']), 'layer')} with k1 + k2 >= {s['min_captured']} it holds), drawn "
         + ("uniformly over positions" if s["weights"] == "uniform" else "with equal weight per layer")
         + (", positions with no move included" if s["with_no_move"] else ", positions with no move left out")
-        + f", seed {s['seed']}, in {len(card['shards'])} shards of at most {s['shard_positions']:,} rows.",
+        + f", seed {s['seed']}, in {counted(len(card['shards']), 'shard')} of at most {s['shard_positions']:,} rows.",
         "",
         f"Made by: `{card['command']}`",
         "",

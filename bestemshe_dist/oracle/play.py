@@ -14,18 +14,29 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Protocol, TextIO, TypeAlias
 
 import numpy as np
 
 from ..game import rules
 from ..game.position import Position
-from .tablebase import DRAW, LOSS, NUMBER_OF, UNVERIFIED, WIN, Tablebase, plies
+from .tablebase import DRAW, LOSS, NUMBER_OF, UNVERIFIED, WIN, Move, Probe, Tablebase, plies
+
+# What Game remembers to spot a repetition: the side to move, both kazans, both rows.
+_Key: TypeAlias = tuple[bool, int, int, tuple[int, ...], tuple[int, ...]]
+
+
+class _Say(Protocol):
+    """play_game's printer: one line of text (or, with end="", a prompt) to the output stream."""
+
+    def __call__(self, text: str = "", end: str = "\n") -> None: ...
 
 
 class Game:
     """The state from the human's side: kazans and rows of both players."""
 
-    def __init__(self, tb: Tablebase, human_first: bool = True, start: Position | None = None):
+    def __init__(self, tb: Tablebase, human_first: bool = True, start: Position | None = None) -> None:
         self.tb = tb
         self.variant = tb.variant
         start = Position.start(self.variant) if start is None else tb.position(start)
@@ -41,7 +52,7 @@ class Game:
         self.seen = Counter([self._key()])
         self.winner: str | None = None  # "you" or "oracle" once the game is won
 
-    def _key(self):
+    def _key(self) -> _Key:
         return (self.human_to_move, self.human_k, self.oracle_k, self.human, self.oracle)
 
     def position(self) -> Position:
@@ -80,7 +91,7 @@ class Game:
 
     def render(self) -> str:
         p = self.variant.pits
-        cell = lambda xs: " ".join(f"{x:3d}" for x in xs)  # noqa: E731
+        cell: Callable[[Iterable[int]], str] = lambda xs: " ".join(f"{x:3d}" for x in xs)  # noqa: E731
         pad = " " * 19
         return "\n".join(
             [
@@ -95,7 +106,7 @@ class Game:
         return "  ".join(f"{i}. {m}" for i, m in enumerate(self.history, 1)) or "(none)"
 
 
-def _verdict(before, move) -> str:
+def _verdict(before: Probe, move: Move) -> str:
     """What the human's move did to the value of their position."""
     if move.value == before.value:
         if before.value == WIN:
@@ -112,14 +123,14 @@ def _verdict(before, move) -> str:
     return f"{size}: your {what[before.value]} is now a {what[move.value]}"
 
 
-def _outlook(value: str, dtz) -> str:
+def _outlook(value: str, dtz: int | None) -> str:
     text = {WIN: "you can win", DRAW: "it is a draw with best play", LOSS: "the oracle wins with best play"}[
         value
     ]
     return text if dtz is None else f"{text} ({plies(dtz)} to the next capture or the end)"
 
 
-def _hints(moves, p: int) -> str:
+def _hints(moves: list[Move], p: int) -> str:
     by_pit = {m.pit: m for m in moves}
     parts = []
     for i in range(p):
@@ -133,14 +144,20 @@ def _hints(moves, p: int) -> str:
     return "Your moves -> " + " | ".join(parts)
 
 
-def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, stdout=None) -> str:
+def play_game(
+    tb: Tablebase,
+    human_first: bool = True,
+    start: Position | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> str:
     """Play one game on the streams; returns "you", "oracle", "draw" or "quit"."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     game = Game(tb, human_first, start)
     p = tb.variant.pits
 
-    def say(text="", end="\n"):
+    def say(text: str = "", end: str = "\n") -> None:
         print(text, end=end, file=stdout, flush=True)
 
     def finish(result: str, message: str) -> str:
@@ -191,6 +208,7 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
                 return won_by("you")
         else:
             choice = found.best_move()
+            assert choice is not None  # there are moves, so there is a best one
             captured, won = game.play(choice.pit)
             took = f", capturing {captured}" if captured else ""
             say(f"The oracle sows its pit {choice.pit + 1}{took} ({choice.reason}).")
@@ -203,7 +221,7 @@ def play_game(tb: Tablebase, human_first: bool = True, start=None, stdin=None, s
             )
 
 
-def _ask(stdin, say, moves, p: int) -> int | None:
+def _ask(stdin: TextIO, say: _Say, moves: list[Move], p: int) -> int | None:
     """The human's pit (0-based), or None to quit (q or end of input)."""
     legal = sorted(m.pit for m in moves)
     while True:

@@ -1,20 +1,53 @@
 """What `probe`, `mainline` and `stats` print: a tablebase's answers as plain JSON
-data (the HTTP API's schema) and as text for a terminal."""
+data, the one schema the HTTP API answers with too (serve/app.py calls these;
+docs/json.md describes it), and as text for a terminal."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..data.checksums import HASH
 from ..naming import layer_name
-from .tablebase import LIMIT, LOSS, REPETITION, WIN, Mainline, Probe, Tablebase, plies
+from .tablebase import (
+    LIMIT,
+    LOSS,
+    REPETITION,
+    UNVERIFIED,
+    WIN,
+    Mainline,
+    Move,
+    PositionLike,
+    Probe,
+    Tablebase,
+    plies,
+)
+
+# -- what `bestemshe-dist probe` prints, and GET /api/position answers --------------------
+NO_MOVE = "no move: the side to move has lost"
 
 
-# -- what `bestemshe-dist probe` prints ---------------------------------------------------
-def report(tb: Tablebase, position) -> dict:
-    """A position's value, distance, every move and the best move, as plain JSON data.
-    Pits are 0-based indexes into the mover's row here (`pit`, `best_move`); the
-    text of format_report numbers them 1..pits, as `play` does."""
+def _move_data(m: Move) -> dict[str, Any]:
+    return {
+        "pit": m.pit + 1,
+        "index": m.pit,
+        "stones": m.stones,
+        "captured": m.captured,
+        "ends_game": m.ends_game,
+        "child": None if m.child is None else str(m.child),
+        "category": m.value,
+        "dtz": m.dtz,
+        "child_dtz": m.child_dtz,
+    }
+
+
+def report(tb: Tablebase, position: PositionLike) -> dict[str, Any]:
+    """A position's category, distance, every move (best first, see
+    Analysis.ordered_moves) and the best move, as plain JSON data: the one schema
+    of `probe --json` and of the HTTP API's /api/position (docs/json.md). Pits are
+    numbered as a person reads them, 1..pits from the mover's left (`pit`,
+    `best_move`); `index` is the 0-based index into the mover's row."""
     found = tb.analyse(position)
-    pos, seen, moves = found.position, found.probe, found.moves
+    pos, seen = found.position, found.probe
     choice = found.best_move()
     return {
         "position": str(pos),
@@ -23,59 +56,44 @@ def report(tb: Tablebase, position) -> dict:
         "k2": pos.k2,
         "pits": list(pos.pits),
         "rank": pos.rank(),
-        "value": seen.value,
+        "category": seen.value,
         "dtz": seen.dtz,
         "distances": found.distances,
+        "dtz_meaning": "plies to the next capture or the end of the game under best play"
+        if found.distances
+        else "no distance table for this layer",
         "verified": found.verified,
         "checksums": HASH if found.verified else None,
-        "moves": [
-            {
-                "pit": m.pit,
-                "stones": m.stones,
-                "captured": m.captured,
-                "ends_game": m.ends_game,
-                "child": str(m.child) if m.child is not None else None,
-                "value": m.value,
-                "dtz": m.dtz,
-                "child_dtz": m.child_dtz,
-            }
-            for m in moves
-        ],
-        "best_move": choice.pit if choice else None,
-        "best_move_reason": choice.reason if choice else "no move: the side to move has lost",
+        "moves": [_move_data(m) for m in found.ordered_moves()],
+        "best_move": None if choice is None else choice.pit + 1,
+        "best_move_reason": choice.reason if choice else NO_MOVE,
         "conversion_guaranteed": bool(choice and choice.guaranteed),
     }
 
 
-def _value_text(value: str, dtz) -> str:
+def _value_text(value: str, dtz: int | None) -> str:
     return value if dtz is None else f"{value} in {plies(dtz)}"
 
 
-UNVERIFIED = (
-    "unverified: this tablebase has no checksums for the layers read, so a damaged block could "
-    "go unnoticed (bestemshe-dist checksums URL writes them from a copy you trust)"
-)
-
-
-def format_report(data: dict) -> str:
+def format_report(data: dict[str, Any]) -> str:
     v = data["variant"]
     lines = [
         f"position  {data['position']}   (layer {layer_name(data['k1'], data['k2'])}, rank {data['rank']:,}; "
         f"{v['stones']} stones, {v['pits']} pits per side)",
-        f"value     {_value_text(data['value'], data['dtz'])} for the side to move"
+        f"value     {_value_text(data['category'], data['dtz'])} for the side to move"
         + ("" if data["dtz"] is None else " (plies to the next capture or the end)")
         + ("" if data["distances"] else "  [no distance table]"),
         "moves" if data["moves"] else "moves     none: the side to move has no stone to sow and has lost",
     ]
-    for m in data["moves"]:
+    for m in sorted(data["moves"], key=lambda m: m["pit"]):  # the text lists them pit by pit
         what = "ends the game" if m["ends_game"] else f"-> {m['child']}"
         took = f", captures {m['captured']}" if m["captured"] else ""
         stones = f"{m['stones']} stone" + ("s" if m["stones"] != 1 else "")
         lines.append(
-            f"  pit {m['pit'] + 1}  {_value_text(m['value'], m['dtz']):<16} {what}   ({stones}{took})"
+            f"  pit {m['pit']}  {_value_text(m['category'], m['dtz']):<16} {what}   ({stones}{took})"
         )
     if data["best_move"] is not None:
-        lines.append(f"best      pit {data['best_move'] + 1}: {data['best_move_reason']}")
+        lines.append(f"best      pit {data['best_move']}: {data['best_move_reason']}")
     lines.append(
         f"checked   every block read matched its checksum ({data['checksums']})"
         if data["verified"]
@@ -85,15 +103,17 @@ def format_report(data: dict) -> str:
 
 
 # -- what `bestemshe-dist mainline` prints ------------------------------------------------
-def _probe_data(probe: Probe | None) -> dict | None:
-    return None if probe is None else {"value": probe.value, "dtz": probe.dtz}
+def _probe_data(probe: Probe | None) -> dict[str, Any] | None:
+    return None if probe is None else {"category": probe.value, "dtz": probe.dtz}
 
 
-def mainline_report(line: Mainline) -> dict:
-    """A mainline as plain JSON data; pits are 0-based indexes into the mover's row."""
+def mainline_report(line: Mainline) -> dict[str, Any]:
+    """A mainline as plain JSON data, the schema of `mainline --json` and of
+    /api/mainline (docs/json.md): pits numbered 1..pits as in report(), `index`
+    0-based."""
     return {
         "position": str(line.start),
-        "value": line.value.value,
+        "category": line.value.value,
         "dtz": line.value.dtz,
         "result": line.result,
         "plies": len(line.plies),
@@ -101,7 +121,8 @@ def mainline_report(line: Mainline) -> dict:
             {
                 "ply": i + 1,
                 "position": str(ply.position),
-                "pit": ply.move.pit,
+                "pit": ply.move.pit + 1,
+                "index": ply.move.pit,
                 "captured": ply.move.captured,
                 "ends_game": ply.move.ends_game,
                 "child": None if ply.move.child is None else str(ply.move.child),
@@ -120,16 +141,18 @@ _RESULT_TEXT = {
 }
 
 
-def format_mainline(data: dict) -> str:
-    lines = [f"position  {data['position']}   {_value_text(data['value'], data['dtz'])} for the side to move"]
+def format_mainline(data: dict[str, Any]) -> str:
+    lines = [
+        f"position  {data['position']}   {_value_text(data['category'], data['dtz'])} for the side to move"
+    ]
     for m in data["moves"]:
         took = f", captures {m['captured']}" if m["captured"] else ""
         if m["ends_game"]:
             what = "ends the game"
         else:
             after = m["after"]
-            what = f"-> {m['child']}   {_value_text(after['value'], after['dtz'])} for the side to move"
-        lines.append(f"{m['ply']:>4}. pit {m['pit'] + 1}{took}  {what}")
+            what = f"-> {m['child']}   {_value_text(after['category'], after['dtz'])} for the side to move"
+        lines.append(f"{m['ply']:>4}. pit {m['pit']}{took}  {what}")
     lines.append(f"result    {_RESULT_TEXT[data['result']]} after {plies(data['plies'])}")
     return "\n".join(lines)
 
@@ -139,11 +162,11 @@ def _share(count: int, total: int) -> str:
     return f"{count:>15,} {100 * count / total:5.1f}%" if total else f"{count:>15,}      -"
 
 
-def _longest(data: dict | None) -> str:
+def _longest(data: dict[str, Any] | None) -> str:
     return "-" if not data or data.get("longest") is None else str(data["longest"])
 
 
-def format_stats(data: dict) -> str:
+def format_stats(data: dict[str, Any]) -> str:
     v, total = data["variant"], data["total"]
     lines = [
         f"{data['tablebase']}: {len(data['layers'])} layers of the {v['stones']}-stone game "

@@ -24,9 +24,12 @@ lists them. The rank is the index inside the layer's own file: no offset for k1
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..data import format as fmt
 from ..data.blocks import LayerReader, runs
@@ -39,12 +42,21 @@ from ..naming import WIN_FILE_GLOB, layer_file, layer_name, parse_layer_file, pa
 
 WIN, DRAW, LOSS = "win", "draw", "loss"
 REPETITION, LIMIT = "repetition", "limit"  # how a mainline that is no game end stops
+# what probe and play say of an answer read without checksums
+UNVERIFIED = (
+    "unverified: this tablebase has no checksums for the layers read, so a damaged block could "
+    "go unnoticed (bestemshe-dist checksums URL writes them from a copy you trust)"
+)
 FLIP = {WIN: LOSS, LOSS: WIN, DRAW: DRAW}  # a value seen from the other side
 VALUE_OF = {1: WIN, 0: DRAW, -1: LOSS}  # probe_many's numbers (and sample's, match's)
 NUMBER_OF = {WIN: 1, DRAW: 0, LOSS: -1}  # and back: larger is better for the side to move
 
 DEFAULT_CACHE_BYTES = 256 * 2**20  # 64 decompressed blocks
 PUBLISHED = Variant(50, 5)  # what a folder without manifest.json holds
+
+# What names one position (Position.parse validates it): text "k1 k2 p0 ..", its
+# numbers (ints, or text of them) as a list, tuple or array, or a Position.
+PositionLike: TypeAlias = "Position | str | Sequence[int | str] | NDArray[np.integer[Any]]"
 
 
 @dataclass(frozen=True)
@@ -62,13 +74,13 @@ class Probes:
     (win), 0 (draw) or -1 (loss) for the side to move; `dtz` the stored distance,
     -1 where there is none (a draw, or a layer without a distance table)."""
 
-    value: np.ndarray  # int8
-    dtz: np.ndarray  # int32
+    value: NDArray[np.int8]
+    dtz: NDArray[np.int32]
 
     def __len__(self) -> int:
         return int(self.value.shape[0])
 
-    def __getitem__(self, i) -> Probe:
+    def __getitem__(self, i: int) -> Probe:
         value = VALUE_OF[int(self.value[i])]
         return Probe(value, None if self.dtz[i] < 0 else int(self.dtz[i]))
 
@@ -91,12 +103,16 @@ class Mainline:
 
     start: Position
     value: Probe
-    plies: list
+    plies: list[Ply]
     result: str
 
 
 @dataclass(frozen=True)
 class Move:
+    """One legal move of a position and what it leads to: the pit (0-based), the
+    stones it sows, what it captures, whether it wins at once, the child position
+    (from the opponent's side) and the move's value and distance for the mover."""
+
     pit: int  # the mover's pit, 0 .. pits - 1
     stones: int  # stones it held
     captured: int  # stones the move takes (0: no capture)
@@ -133,8 +149,12 @@ class Tablebase:
     """A tablebase at any fsspec URL, read a block at a time (see the module doc)."""
 
     def __init__(
-        self, url: str, storage_options: dict | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
-    ):
+        self,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self.store = Store(url, storage_options)
         self.url = self.store.shown
         self.manifest = find_tablebase(self.store)
@@ -147,22 +167,26 @@ class Tablebase:
                 raise StoreError(f"{self.url}/manifest.json names no valid variant.") from None
         self.cache_bytes = int(cache_bytes)
         self.reader = LayerReader(self.store, self.manifest, self.cache_bytes)
-        self._layers = None
-        self._layer_stats: dict = {}
+        self._layers: set[tuple[int, int]] | None = None
+        self._layer_stats: dict[tuple[int, int], dict[str, Any]] = {}
 
     @classmethod
-    def open(cls, url: str, storage_options: dict | None = None, **kwargs) -> Tablebase:
+    def open(cls, url: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Tablebase:
+        """The tablebase at `url`: a folder, any fsspec URL (`s3://bucket/prefix`) or an
+        `http(s)://` base URL laid out like the published dataset. `storage_options`
+        go to fsspec as they are; `cache_bytes=` bounds the decompressed blocks kept
+        (default 256 MiB). A URL that holds no tablebase is a StoreError."""
         return cls(url, storage_options, **kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Tablebase({self.url!r}, {self.variant.describe()})"
 
     # -- positions ------------------------------------------------------------------
-    def position(self, values) -> Position:
+    def position(self, values: PositionLike) -> Position:
         """Parse and validate `values` ("k1 k2 p0 .. p9", or a sequence) for this variant."""
         return Position.parse(values, self.variant)
 
-    def layers(self) -> set | None:
+    def layers(self) -> set[tuple[int, int]] | None:
         """The layers this tablebase holds: the manifest's, or the layer files a
         folder lists; None where neither says (a bare http(s) URL cannot be listed)."""
         if self._layers is None:
@@ -180,6 +204,7 @@ class Tablebase:
         return self._layers
 
     def has_distances(self, k1: int, k2: int) -> bool:
+        """Whether layer (k1, k2) has a distance table (solved with `--dtz`)."""
         return self.reader.dtz_width(k1, k2) is not None
 
     def verified(self, k1: int, k2: int) -> bool:
@@ -188,7 +213,7 @@ class Tablebase:
         return self.reader.verified(k1, k2)
 
     # -- queries ------------------------------------------------------------------
-    def probe(self, position) -> Probe:
+    def probe(self, position: PositionLike) -> Probe:
         """The stored value (and distance) of one position: its own blocks only, each
         checked against its checksum where the layer has them."""
         pos = self.position(position)
@@ -208,7 +233,7 @@ class Tablebase:
                 dtz = self.reader.distance(k1, k2, width, npos, index)
         return Probe(value, dtz)
 
-    def probe_many(self, positions) -> Probes:
+    def probe_many(self, positions: NDArray[np.integer[Any]] | Iterable[PositionLike]) -> Probes:
         """The values (and distances) of many positions in one pass: their ranks in
         one kernel call, then layer by layer, each block they touch read once.
 
@@ -249,7 +274,7 @@ class Tablebase:
         dtz[order] = dist
         return Probes(value, dtz)
 
-    def rows(self, positions) -> np.ndarray:
+    def rows(self, positions: NDArray[np.integer[Any]] | Iterable[PositionLike]) -> NDArray[np.int64]:
         """positions (what probe_many takes) as a validated (N, 2 + board) int64
         array; a row that is no position of this game is a UsageError naming it."""
         width = 2 + self.variant.board
@@ -277,7 +302,7 @@ class Tablebase:
             self._row(row, [int(x) for x in rows[row]])  # Position says what is wrong with it
         return rows
 
-    def _row(self, i: int, given) -> tuple:
+    def _row(self, i: int, given: PositionLike) -> tuple[int, ...]:
         """Position `given` as (k1, k2, p0, ..); what is wrong with it names row i."""
         try:
             p = self.position(given)
@@ -285,13 +310,15 @@ class Tablebase:
             raise UsageError(f"positions: row {i}: {str(exc).removeprefix('position: ')}") from None
         return (p.k1, p.k2, *p.pits)
 
-    def mainline(self, position, max_plies: int | None = None) -> Mainline:
+    def mainline(self, position: PositionLike, max_plies: int | None = None) -> Mainline:
         """Perfect play from `position` (best_move at every ply) to the end of the
         game, to a position seen before (a drawn game repeats), or to max_plies."""
+        found: Analysis | None  # None: the position just played to is not analysed yet
         found = self.analyse(position)
         pos = first = found.position
         start = found.probe
-        plies, seen = [], {first}
+        plies: list[Ply] = []
+        seen = {first}
         while max_plies is None or len(plies) < max_plies:
             if found is None:
                 found = self.analyse(pos)
@@ -304,21 +331,23 @@ class Tablebase:
                 return Mainline(first, start, plies, _end_for_start(len(plies) - 1, WIN))
             # the child's own value, as moves() probed it
             plies.append(Ply(found.position, move, Probe(FLIP[move.value], move.child_dtz)))
+            assert move.child is not None  # moves() gives a child to every move that does not end the game
             pos, found = move.child, None
             if pos in seen:
                 return Mainline(first, start, plies, REPETITION)
             seen.add(pos)
         return Mainline(first, start, plies, LIMIT)
 
-    def moves(self, position) -> list[Move]:
+    def moves(self, position: PositionLike) -> list[Move]:
         """Every legal move (own pit with stones), with its value for the mover."""
         pos = self.position(position)
         board = pos.board()
         timed = self.has_distances(pos.k1, pos.k2)  # distances are given for this layer's moves
-        out = []
+        out: list[Move] = []
         for pit in pos.legal_pits():
             played = rules.play(self.variant, pos.k1, pos.k2, board, pit)
-            if played[0] == "win":
+            assert played is not None  # None is an empty pit, and a legal pit holds stones
+            if len(played) == 2:  # ("win", captured): the mover wins at once; else ("child", child, captured)
                 out.append(Move(pit, pos.pits[pit], played[1], True, None, WIN, 1 if timed else None, None))
                 continue
             _, (c1, c2, child_board), captured = played
@@ -334,7 +363,7 @@ class Tablebase:
             out.append(Move(pit, pos.pits[pit], captured, False, child, value, dtz, seen.dtz))
         return out
 
-    def analyse(self, position) -> Analysis:
+    def analyse(self, position: PositionLike) -> Analysis:
         """The position's stored value and every move, checked against each other: a
         value its own moves contradict means a damaged block (here or in a child's),
         and is a FormatError naming the position's block, never an answer."""
@@ -351,7 +380,9 @@ class Tablebase:
         elif seen.dtz is not None and all(m.dtz is not None for m in moves if m.value == seen.value):
             want = _distance_of(seen.value, moves)
             if want is not None and seen.dtz != want:
-                block = pos.rank() * self.reader.dtz_width(k1, k2) // fmt.BLOCK_BYTES
+                width = self.reader.dtz_width(k1, k2)
+                assert width is not None  # probe() read seen.dtz from this layer's distance table
+                block = pos.rank() * width // fmt.BLOCK_BYTES
                 where = f"{self.url}/{layer_file(k1, k2, 'dtz')} block {block}"
                 problem = f"is stored as {seen.value} in {plies(seen.dtz)} but its moves say {plies(want)}"
         if problem:
@@ -364,7 +395,7 @@ class Tablebase:
             pos, seen, moves, all(self.verified(*layer) for layer in layers), self.has_distances(*pos.layer)
         )
 
-    def best_move(self, position) -> Choice | None:
+    def best_move(self, position: PositionLike) -> Choice | None:
         """A move that keeps the position's value; None when the mover has no move.
 
         With distance tables a winner takes the shortest win and a loser the longest
@@ -390,12 +421,12 @@ class Tablebase:
     def cached_bytes(self) -> int:
         return self.reader.cached_bytes
 
-    def reads(self) -> dict:
+    def reads(self) -> dict[str, int]:
         """The reader's counters: requests, bytes fetched, cache hits and size."""
         return self.reader.stats()
 
     # -- statistics ---------------------------------------------------------------------
-    def layer_stats(self, k1: int, k2: int) -> dict:
+    def layer_stats(self, k1: int, k2: int) -> dict[str, Any]:
         """A layer's win/draw/loss counts and, with a distance table, the histogram
         of distances of its wins and of its losses and the longest of each with one
         example position. Counts come from the manifest where it has them and there
@@ -406,11 +437,11 @@ class Tablebase:
             self._layer_stats[key] = self._compute_layer_stats(k1, k2)
         return self._layer_stats[key]
 
-    def _compute_layer_stats(self, k1: int, k2: int) -> dict:
+    def _compute_layer_stats(self, k1: int, k2: int) -> dict[str, Any]:
         self.variant.check_layer(k1, k2)
         npos = self.variant.layer_size(k1, k2)
         width = self.reader.dtz_width(k1, k2)
-        out = {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "positions": npos}
+        out: dict[str, Any] = {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "positions": npos}
         entry = (self.manifest or {}).get("layers", {}).get(layer_name(k1, k2)) or {}
         if width is None and isinstance(entry.get("counts"), dict):
             out.update({v: int(entry["counts"][v]) for v in (WIN, DRAW, LOSS)})
@@ -460,20 +491,26 @@ class Tablebase:
             }
         return out
 
-    def stats(self, layers=None, compute=None) -> dict:
+    def stats(
+        self,
+        layers: Iterable[Sequence[int]] | None = None,
+        compute: Callable[[list[tuple[int, ...]]], list[dict[str, Any]]] | None = None,
+    ) -> dict[str, Any]:
         """Statistics of the whole tablebase (or of `layers`): totals, the longest
         win and loss over all layers with an example, and every layer's
         layer_stats, largest k1 + k2 first. `compute(layers)`, if given, returns
         the layers' layer_stats in that order: `stats --workers/--scheduler` runs
         layer_stats_task on Dask workers with it, one task a layer."""
-        chosen = (self.layers() or set()) if layers is None else {tuple(l) for l in layers}
+        chosen: Collection[tuple[int, ...]] = (
+            (self.layers() or set()) if layers is None else {tuple(l) for l in layers}
+        )
         held = sorted(chosen, key=lambda l: (-sum(l), l))
         per_layer = compute(held) if compute is not None else [self.layer_stats(*layer) for layer in held]
         self._layer_stats.update({(s["k1"], s["k2"]): s for s in per_layer})
-        total = {"positions": sum(s["positions"] for s in per_layer)}
+        total: dict[str, Any] = {"positions": sum(s["positions"] for s in per_layer)}
         for value in (WIN, DRAW, LOSS):
             total[value] = sum(s[value] for s in per_layer)
-        longest = {}
+        longest: dict[str, dict[str, Any] | None] = {}
         for value in (WIN, LOSS):
             found = [
                 (s["distances"][value]["longest"], s["distances"][value]["example"])
@@ -486,7 +523,9 @@ class Tablebase:
         return {"tablebase": self.url, "variant": self.variant.as_dict(), "total": total, "layers": per_layer}
 
 
-def layer_stats_task(url: str, storage_options: dict | None, layer: tuple) -> dict:
+def layer_stats_task(
+    url: str, storage_options: dict[str, Any] | None, layer: tuple[int, int]
+) -> dict[str, Any]:
     """One layer's statistics on a Dask worker: its own reader, its own pass."""
     return Tablebase.open(url, storage_options).layer_stats(*layer)
 
@@ -496,30 +535,36 @@ def _end_for_start(ply: int, result: str) -> str:
     return result if ply % 2 == 0 else FLIP[result]
 
 
-def _value_of(moves: list) -> str:
+def _value_of(moves: list[Move]) -> str:
     """The value the moves give the mover: a win if any wins, else a draw if any
     draws, else a loss (also with no move)."""
     return max((m.value for m in moves), key=NUMBER_OF.__getitem__, default=LOSS)
 
 
-def _distance_of(value: str, moves: list) -> int | None:
+def _distance_of(value: str, moves: list[Move]) -> int | None:
     """What the mover's distance must be: the shortest win, or the longest loss (0
-    with no move); None for a draw."""
+    with no move); None for a draw. Every move of that value must have a distance
+    (analyse asks only then), so the `is not None` tests leave out no move."""
     if value == WIN:
-        return min(m.dtz for m in moves if m.value == WIN)
+        return min(m.dtz for m in moves if m.value == WIN and m.dtz is not None)
     if value == LOSS:
-        return max((m.dtz for m in moves), default=0)
+        return max((m.dtz for m in moves if m.dtz is not None), default=0)
     return None
 
 
-def _move_order(value: str, timed: bool, m: Move) -> tuple:
+def _move_order(value: str, timed: bool, m: Move) -> tuple[int, ...]:
     """The sort key of a move within its value's group: a win ends the game (most
-    captured first) or is quickest, a timed loss is slowest, others capture most."""
+    captured first) or is quickest, a timed loss is slowest, others capture most.
+    `timed`: every move of the group has a distance."""
     if value == WIN:
         if m.ends_game:
             return (0, -m.captured, 0, m.pit)
-        return (1, m.dtz if timed else 0, -m.captured, m.pit)
+        if not timed:
+            return (1, 0, -m.captured, m.pit)
+        assert m.dtz is not None  # timed
+        return (1, m.dtz, -m.captured, m.pit)
     if value == LOSS and timed:
+        assert m.dtz is not None  # timed
         return (-m.dtz, m.pit)
     return (-m.captured, m.pit)
 
@@ -531,11 +576,11 @@ class Analysis:
 
     position: Position
     probe: Probe
-    moves: list
+    moves: list[Move]
     verified: bool
     distances: bool  # the position's layer has a distance table
 
-    def ordered_moves(self) -> list:
+    def ordered_moves(self) -> list[Move]:
         """Every move, best first for the mover: the moves that keep the position's
         value (wins, then draws, then losses), and within one value:
 
@@ -547,7 +592,7 @@ class Analysis:
         distances only where every move of that value has one; last the lower pit.
         The first is best_move's choice."""
         by_value = {value: [m for m in self.moves if m.value == value] for value in (WIN, DRAW, LOSS)}
-        ordered = []
+        ordered: list[Move] = []
         for value, group in by_value.items():
             timed = value != DRAW and all(m.dtz is not None for m in group)
             ordered += sorted(group, key=functools.partial(_move_order, value, timed))
@@ -564,10 +609,12 @@ class Analysis:
             if best.ends_game:
                 return Choice(best, True, "wins at once")
             if timed:
+                assert best.dtz is not None  # timed: every move in keep, best among them, has a distance
                 return Choice(best, True, f"shortest win: {plies(best.dtz)} to the next capture or the end")
             return Choice(best, False, "keeps the win; without distance tables conversion is not guaranteed")
         if best.value == LOSS:
             if timed:
+                assert best.dtz is not None  # timed
                 return Choice(best, True, f"longest loss: {plies(best.dtz)} to the next capture or the end")
             return Choice(
                 best, False, "every move loses; without distance tables the longest loss is unknown"

@@ -23,10 +23,13 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Container, Iterable
+from concurrent.futures import Future as PoolFuture
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
 
-from distributed import Client
+from distributed import Client, Future
 
 from ..data import format as fmt
 from ..data.layer_files import distance_width
@@ -40,6 +43,7 @@ from ..naming import (
     SOLVE_RECORD,
     check_key,
     chunk_key,
+    counted,
     flush_key,
     layer_key,
     layer_name,
@@ -104,6 +108,11 @@ PIECES_PER_THREAD = 4
 MIN_PIECE = 1 << 16
 MIN_PIECE_SOURCES = 1 << 17
 
+# (layer, chunk, lo, hi): ranks [lo, hi) of a layer, the chunk's number in it
+Chunk: TypeAlias = tuple[tuple[int, int], int, int, int]
+# a chunk and its piece: None (the whole chunk) or (number, piece_lo, piece_hi)
+ChunkTask: TypeAlias = tuple[tuple[int, int], int, int, int, tuple[int, int, int] | None]
+
 
 @dataclass
 class SolveSummary:
@@ -112,11 +121,11 @@ class SolveSummary:
     positions: int
     seconds: float
     compile_seconds: float
-    worker_peak_rss: dict
+    worker_peak_rss: dict[str, int]
     host_memory_peak: int = 0  # bytes of shared arrays a host held at most (hostmem.py)
 
 
-def undecided_after(positions: int, markers: list) -> int:
+def undecided_after(positions: int, markers: list[dict[str, Any]]) -> int:
     """Undecided positions of a pair after its checkpointed rounds. Frontier rounds
     may count a position twice (two chunks decide it); each later round's marker
     carries the exact figure for the round before, which corrects the drift."""
@@ -145,35 +154,36 @@ class Driver:
         client: Client,
         job: Job,
         plan: Plan,
-        log,
+        log: Callable[[str], object],
         chunk_size: int,
         progress: Progress | None = None,
         stop_after_rounds: int | None = None,
-    ):
+    ) -> None:
         if chunk_size < 1:
             raise BestemsheError("--chunk-size must be at least 1 position.")
         self.client = client
         self.job = job
         self.plan = plan
-        self.log = log
+        self._log = log
         self.progress = progress or Progress()  # structured reports (progress.py)
         self.chunk_size = chunk_size
         self.store = job.store()
-        self.events: queue.Queue = queue.Queue()
+        # ("layer", its task's future) or ("large", (pair key, its thread's future))
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.stop = threading.Event()
-        self.manifest: dict = {}
-        self.finished: dict = {}  # layer -> manifest entry (published)
-        self.layer_futures: dict = {}  # layer -> Dask future of its publish task
-        self.round_futures: set = set()  # chunk tasks of rounds in flight (pair threads)
+        self.manifest: dict[str, Any] = {}
+        self.finished: dict[tuple[int, int], dict[str, Any]] = {}  # layer -> manifest entry (published)
+        self.layer_futures: dict[tuple[int, int], Future[dict[str, Any]]] = {}  # layer -> its publish task
+        self.round_futures: set[Future[Any]] = set()  # chunk tasks of rounds in flight (pair threads)
         # Every task key ends with this run's tag. Dask takes a key it already holds
         # for the same result, and cancelling is asynchronous: a solve right after a
         # failed one on the same cluster, with the same keys, could be handed that
         # solve's tasks (writing into its output). Verify's keys do the same.
         self.run_tag = uuid.uuid4().hex[:8]
         self.round_lock = threading.Lock()
-        self.in_flight: dict = {}  # large pairs running: key -> PairPlan
+        self.in_flight: dict[str, PairPlan] = {}  # large pairs running: key -> PairPlan
         self.host_memory_peak = 0
-        self.reads: dict = {}  # worker -> bytes read from stores, at the last look
+        self.reads: dict[str, int] = {}  # worker -> bytes read from stores, at the last look
         self.stop_after_rounds = stop_after_rounds
         # solve --synthetic-deps: one pair, dependency layers made on the workers
         self.synthetic = job.synthetic is not None
@@ -182,14 +192,21 @@ class Driver:
         )
 
     # -- helpers --------------------------------------------------------------------
+    def log(self, line: str) -> None:
+        """A line of the solve's own, unless it is being abandoned: after Ctrl-C (or a
+        failure) the pair threads still wind down, and what they meet then (cancelled
+        tasks) is no news; the one line the CLI prints then is the only one."""
+        if not self.stop.is_set():
+            self._log(line)
+
     def small(self, pair: PairPlan) -> bool:
         # A synthetic run always takes the chunked path it exists to measure.
         return pair.layer_size <= self.chunk_size and not self.synthetic
 
-    def dep_shas(self, pair: PairPlan) -> dict:
+    def dep_shas(self, pair: PairPlan) -> dict[tuple[int, int], str]:
         return {d: self.finished[d]["sha256"]["win"] for d in pair.deps if d in self.finished}
 
-    def _watch(self, future, kind: str) -> None:
+    def _watch(self, future: Future[dict[str, Any]], kind: str) -> None:
         future.add_done_callback(lambda f: self.events.put((kind, f)))
 
     def task_key(self, name: str) -> str:
@@ -197,10 +214,10 @@ class Driver:
         return run_key(name, self.run_tag)
 
     # -- resume -------------------------------------------------------------------------
-    def published(self) -> dict:
+    def published(self) -> dict[tuple[int, int], dict[str, Any]]:
         """Layers of the plan already published and intact, and its inputs (checked on
         the workers)."""
-        candidates = {}
+        candidates: dict[tuple[int, int], dict[str, Any]] = {}
         for layer in self.plan.layers + self.inputs:
             entry = self.manifest["layers"].get(layer_name(*layer))
             if entry is not None:
@@ -224,7 +241,7 @@ class Driver:
             self.store.write_manifest(self.manifest)
         return intact
 
-    def unpublished(self, pair: PairPlan) -> list:
+    def unpublished(self, pair: PairPlan) -> list[tuple[int, int]]:
         """The pair's layers to publish: a crash between its two layers leaves one
         published, which is counted once, as skipped, and never written again."""
         return [layer for layer in pair.layers if layer not in self.finished]
@@ -256,7 +273,7 @@ class Driver:
             self._watch(future, "layer")
 
     # -- a large pair: rounds driven from a thread ----------------------------------------
-    def run_large(self, pair: PairPlan) -> dict:
+    def run_large(self, pair: PairPlan) -> dict[tuple[int, int], Future[dict[str, Any]]]:
         """Rounds to the fixpoint, then publication; returns {layer: future}."""
         store, client = self.store, self.client
         dep_shas = self.dep_shas(pair)
@@ -274,7 +291,9 @@ class Driver:
             series = uuid.uuid4().hex
             write_json(store, series_name, {"series": series})
         ranges = chunk_ranges(pair.layer_size, self.chunk_size)
-        chunks = [(layer, c, lo, hi) for layer in pair.layers for c, (lo, hi) in enumerate(ranges)]
+        chunks: list[Chunk] = [
+            (layer, c, lo, hi) for layer in pair.layers for c, (lo, hi) in enumerate(ranges)
+        ]
         undecided = undecided_after(pair.positions, markers)
         evaluations = sum(m["evaluations"] for m in markers)
         seconds = sum(m["seconds"] for m in markers)
@@ -284,7 +303,7 @@ class Driver:
             if self.stop.is_set():
                 raise _Stopped()
             if self.stop_after_rounds is not None and round_ >= self.stop_after_rounds:
-                self.log(f"{pair.key}: stopped after {round_} rounds (--stop-after-rounds)")
+                self.log(f"{pair.key}: stopped after {counted(round_, 'round')} (--stop-after-rounds)")
                 return {}
             mode = choose_mode(self.job.method, round_, last_decided or 0, undecided, pair.positions)
             start = time.perf_counter()
@@ -295,7 +314,7 @@ class Driver:
             if mode == SWEEP:
                 results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
                 parts = {r["name"]: r["wins"] + r["losses"] for r in results if r["name"]}
-            elif is_small_round(last_decided, self.chunk_size):
+            elif is_small_round(last_decided or 0, self.chunk_size):
                 results = [self._small_round(pair, dep_shas, series, round_, previous)]
                 parts = results[0]["parts"]
             else:
@@ -311,7 +330,7 @@ class Driver:
                     parts.update(found)
                     flush_seconds += flushed
             last_decided = sum(parts.values())
-            marker = {
+            marker: dict[str, Any] = {
                 "round": round_,
                 "mode": mode,
                 "parts": sorted(parts),
@@ -336,18 +355,19 @@ class Driver:
             evaluations += marker["evaluations"]
             seconds += marker["seconds"]
             self.log(
-                f"{pair.key} round {round_} ({mode}, {len(chunks)} chunks, {len(results)} tasks): "
+                f"{pair.key} round {round_} ({mode}, {counted(len(chunks), 'chunk')}, {counted(len(results), 'task')}): "
                 f"{last_decided:,} decided, about {undecided:,} left, {marker['seconds']:.2f}s"
             )
-            self.progress.round_done(pair.key, round_, mode, last_decided, undecided, marker["seconds"])
+            if not self.stop.is_set():
+                self.progress.round_done(pair.key, round_, mode, last_decided, undecided, marker["seconds"])
             round_ += 1
-        phases = Counter()
+        phases: Counter[str] = Counter()
         for m in markers:
             phases.update(m.get("task_seconds", {}))
         flushes = sum(m.get("flush_seconds", 0.0) for m in markers)
         detail = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in sorted(phases.items()))
         self.log(
-            f"{pair.key}: publishing after {round_} rounds"
+            f"{pair.key}: publishing after {counted(round_, 'round')}"
             + (f"; its tasks' time: {detail} s; waited on flushes {flushes:.1f} s" if detail else "")
         )
         final = round_ - 1
@@ -367,7 +387,9 @@ class Driver:
                 )
             )
 
-        def checkpoints_of(layer, table, b, end, width):
+        def checkpoints_of(
+            layer: tuple[int, int], table: str, b: int, end: int, width: int
+        ) -> list[list[str]] | None:
             """Every round's parts of `layer` that hold positions of blocks [b, end) of a
             distance file (what its part task reads; nothing for the bits)."""
             if table != "dtz":
@@ -377,16 +399,16 @@ class Driver:
                 [
                     name
                     for name in names
-                    if parse_part(name)[0] == tuple(layer)
-                    and ranges[parse_part(name)[1]][0] < hi
-                    and ranges[parse_part(name)[1]][1] > lo
+                    if _part_of(name)[0] == tuple(layer)
+                    and ranges[_part_of(name)[1]][0] < hi
+                    and ranges[_part_of(name)[1]][1] > lo
                 ]
                 for names in round_parts
             ]
 
-        layer_futures = {}
+        layer_futures: dict[tuple[int, int], Future[dict[str, Any]]] = {}
         for layer in self.unpublished(pair):
-            parts = [
+            part_futures = [
                 client.submit(
                     publish_part_task,
                     self.job,
@@ -413,7 +435,7 @@ class Driver:
                 self.job,
                 pair,
                 layer,
-                parts,
+                part_futures,
                 round_,
                 evaluations,
                 seconds,
@@ -423,7 +445,14 @@ class Driver:
             )
         return layer_futures
 
-    def _small_round(self, pair, dep_shas, series, round_, previous) -> dict:
+    def _small_round(
+        self,
+        pair: PairPlan,
+        dep_shas: dict[tuple[int, int], str],
+        series: str,
+        round_: int,
+        previous: list[str],
+    ) -> dict[str, Any]:
         """A frontier round with few sources, in one task (tasks.small_round_task);
         it goes before other pairs' queued tasks, as flushes do: a pair's tail is
         dozens of rounds in a row, each waiting on the last."""
@@ -449,7 +478,17 @@ class Driver:
             with self.round_lock:
                 self.round_futures.discard(future)
 
-    def _frontier_half(self, pair, dep_shas, series, round_, chunks, previous, target, weights) -> tuple:
+    def _frontier_half(
+        self,
+        pair: PairPlan,
+        dep_shas: dict[tuple[int, int], str],
+        series: str,
+        round_: int,
+        chunks: list[Chunk],
+        previous: list[str],
+        target: tuple[int, int],
+        weights: dict[str, int],
+    ) -> tuple[list[dict[str, Any]], dict[str, int], float]:
         """The frontier tasks deciding layer `target`, then the flush of their
         decisions; again if a host lost them on the way. Returns (results, parts,
         the flush's seconds)."""
@@ -460,20 +499,32 @@ class Driver:
                 parts = self._flush(pair, dep_shas, series, round_, results, target)
                 return results, parts, time.perf_counter() - start
             except _RedoRound as why:
+                if self.stop.is_set():  # cancelled by the stop itself: nothing to run again
+                    raise _Stopped() from None
                 self.log(f"{pair.key} round {round_}: {why}; running it again (attempt {attempt + 1})")
         raise BestemsheError(
             f"{pair.key} round {round_} lost its workers three times; "
             "check the cluster and run the solve again to resume."
         )
 
-    def _round_tasks(self, pair, dep_shas, series, round_, mode, chunks, previous, weights=None) -> list:
+    def _round_tasks(
+        self,
+        pair: PairPlan,
+        dep_shas: dict[tuple[int, int], str],
+        series: str,
+        round_: int,
+        mode: str,
+        chunks: list[Chunk],
+        previous: list[str],
+        weights: dict[str, int] | None = None,
+    ) -> list[dict[str, Any]]:
         """Run one round's chunk tasks; returns their results."""
         client = self.client
-        sources = {}
-        tasks = [(layer, c, lo, hi, None) for layer, c, lo, hi in chunks]
+        sources: dict[tuple[tuple[int, ...], int], list[str]] = {}  # (layer, chunk) -> its parts
+        tasks: list[ChunkTask] = [(layer, c, lo, hi, None) for layer, c, lo, hi in chunks]
         if mode != SWEEP:
             for name in previous:
-                sources.setdefault(parse_part(name), []).append(name)
+                sources.setdefault(_part_of(name), []).append(name)
             # A frontier chunk without sources has nothing to do: in a pair's tail
             # (dozens of rounds deciding a few hundred positions) most have none.
             chunks = [chunk for chunk in chunks if (tuple(chunk[0]), chunk[1]) in sources]
@@ -484,7 +535,7 @@ class Driver:
                 threads,
             )
 
-        def key(layer, c, piece):
+        def key(layer: tuple[int, int], c: int, piece: tuple[int, int, int] | None) -> str:
             return self.task_key(
                 chunk_key(
                     pair.key, round_, self._chunk_index(pair, layer, c), None if piece is None else piece[0]
@@ -520,24 +571,32 @@ class Driver:
             with self.round_lock:
                 self.round_futures.difference_update(futures)
 
-    def _chunk_index(self, pair, layer, c) -> int:
+    def _chunk_index(self, pair: PairPlan, layer: tuple[int, int], c: int) -> int:
         """The chunk's number in the pair (layers one after the other), for task keys."""
         return pair.layers.index(tuple(layer)) * len(chunk_ranges(pair.layer_size, self.chunk_size)) + c
 
-    def memory_domains(self) -> set:
+    def memory_domains(self) -> set[str]:
         """What holds a round array: each host, or each worker when host memory is
         private to a worker process (tasks.memory_domain)."""
         return set(self.domain_threads())
 
-    def domain_threads(self) -> dict:
+    def domain_threads(self) -> dict[str, int]:
         """Threads of each memory domain (memory_domains)."""
         workers = self.client.scheduler_info()["workers"]
-        threads: Counter = Counter()
+        threads: Counter[str] = Counter()
         for address, w in workers.items():
             threads[address if is_private(self.job.space) else w["host"]] += w.get("nthreads", 1)
         return dict(threads)
 
-    def _flush(self, pair, dep_shas, series, round_, results, target) -> dict:
+    def _flush(
+        self,
+        pair: PairPlan,
+        dep_shas: dict[tuple[int, int], str],
+        series: str,
+        round_: int,
+        results: list[dict[str, Any]],
+        target: tuple[int, int],
+    ) -> dict[str, int]:
         """A frontier round's decisions gather in each host's round arrays: tasks on
         each host, one per thread, write them as checkpoint parts. Returns {part:
         decisions}. A host that ran tasks of the round but has no worker left lost
@@ -550,7 +609,7 @@ class Driver:
         if gone:
             raise _RedoRound(f"host {sorted(gone)[0]} ran tasks of it and has no worker left")
         ranges = [(c, lo, hi) for c, (lo, hi) in enumerate(chunk_ranges(pair.layer_size, self.chunk_size))]
-        futures = {}
+        futures: dict[tuple[str, int], Future[dict[str, Any]]] = {}
         for host in hosts:
             n = max(1, min(len(ranges), threads[host]))
             for g in range(n):
@@ -574,12 +633,14 @@ class Driver:
                 )
         with self.round_lock:
             self.round_futures.update(futures.values())
-        parts = {}
+        parts: dict[str, int] = {}
         try:
             for (host, _), future in futures.items():
                 try:
                     result = self._wait_on_host(future, host)
                 except Exception as exc:
+                    if self.stop.is_set():  # the stop cancelled it: not a lost host
+                        raise _Stopped() from None
                     if host in ran:
                         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
                         raise _RedoRound(f"the flush on host {host} failed ({why})") from None
@@ -590,7 +651,7 @@ class Driver:
                 self.round_futures.difference_update(futures.values())
         return parts
 
-    def _wait_on_host(self, future, host):
+    def _wait_on_host(self, future: Future[dict[str, Any]], host: str) -> dict[str, Any]:
         """A flush task runs only on its host; if the host loses every worker meanwhile
         the task would wait for ever, so it is given up on then."""
         from distributed import TimeoutError as DaskTimeout
@@ -610,7 +671,7 @@ class Driver:
                 raise DaskTimeout(f"host {host} has no worker left")
 
     # -- the main loop ----------------------------------------------------------------------
-    def launch_ready(self, pending: list, pool: ThreadPoolExecutor) -> None:
+    def launch_ready(self, pending: list[PairPlan], pool: ThreadPoolExecutor) -> None:
         for pair in list(pending):
             if self.small(pair):
                 if not all(d in self.finished or d in self.layer_futures for d in pair.deps):
@@ -623,11 +684,17 @@ class Driver:
                     continue  # waits until a large pair in flight is done
                 self.in_flight[pair.key] = pair
                 future = pool.submit(self.run_large, pair)
-                future.add_done_callback(lambda f, key=pair.key: self.events.put(("large", (key, f))))
+
+                def large_done(
+                    f: PoolFuture[dict[tuple[int, int], Future[dict[str, Any]]]], key: str = pair.key
+                ) -> None:
+                    self.events.put(("large", (key, f)))
+
+                future.add_done_callback(large_done)
             pending.remove(pair)
 
     # -- memory ---------------------------------------------------------------------------
-    def store_reads(self) -> dict:
+    def store_reads(self) -> dict[str, int]:
         """Bytes each worker read from the store since the last call (checkpoints,
         dependency layers): what a round moves."""
         try:
@@ -648,13 +715,13 @@ class Driver:
         with self.round_lock:
             self.host_memory_peak = max(self.host_memory_peak, max(held.values(), default=0))
 
-    def hosts(self) -> dict:
+    def hosts(self) -> dict[str, dict[str, Any]]:
         """host -> {"budget", "threads", "processes"}: what each host's workers may hold
         (the sum of their memory limits, at most the host's RAM)."""
         workers = self.client.scheduler_info()["workers"]
         ram = self.client.run(host_ram_bytes)
         room = self.client.run(host_memory_room, self.job.space)
-        hosts: dict = {}
+        hosts: dict[str, dict[str, Any]] = {}
         for address, info in workers.items():
             h = hosts.setdefault(
                 info["host"],
@@ -671,7 +738,7 @@ class Driver:
             h["budget"] = min(sum(h["limits"]), h["ram"]) if limited else h["ram"]
         return hosts
 
-    def check_memory(self, pairs) -> None:
+    def check_memory(self, pairs: Iterable[PairPlan]) -> None:
         """Every large pair must fit a host alone: one sentence naming the first that
         does not, before anything of it runs."""
         hosts = self.hosts()
@@ -701,11 +768,11 @@ class Driver:
                     )
 
     @property
-    def inputs(self) -> list:
+    def inputs(self) -> list[tuple[int, int]]:
         """Dependency layers the plan reads from the output (none when synthetic)."""
         return [] if self.synthetic else self.plan.inputs
 
-    def check_inputs(self, names) -> None:
+    def check_inputs(self, names: Container[str]) -> None:
         """Stop with one sentence when a dependency the plan does not solve (solve
         --pair A B) is not among `names` (manifest names of published layers)."""
         for layer in self.inputs:
@@ -740,12 +807,12 @@ class Driver:
         self.store.write_manifest(self.manifest)  # fail early, before solving, if unwritable
         compile_times = self.client.run(warm_up, self.job.variant.pits)
         compile_seconds = max(compile_times.values()) if compile_times else 0.0
-        self.log(f"kernels ready on {len(compile_times)} workers in {compile_seconds:.1f}s")
+        self.log(f"kernels ready on {counted(len(compile_times), 'worker')} in {compile_seconds:.1f}s")
         self.finished = self.published()
         self.check_inputs({layer_name(*layer) for layer in self.finished})
         skipped = len(set(self.finished) & set(self.plan.layers))
         if skipped:
-            self.log(f"{skipped} layers already published, skipped")
+            self.log(f"{counted(skipped, 'layer')} already published, skipped")
         pending = [p for p in self.plan.pairs if self.unpublished(p)]
         self.check_memory(pending)
         todo = {layer for p in pending for layer in self.unpublished(p)}
@@ -770,7 +837,7 @@ class Driver:
             },
         )
         positions = 0
-        stopped: set = set()
+        stopped: set[tuple[int, int]] = set()
         pool = ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="bestemshe-pair")
         try:
             self.launch_ready(pending, pool)
@@ -817,7 +884,7 @@ class Driver:
         self.progress.finished(summary)
         return summary
 
-    def record(self, entry: dict) -> int:
+    def record(self, entry: dict[str, Any]) -> int:
         layer = (entry["k1"], entry["k2"])
         self.manifest["layers"][layer_name(*layer)] = entry
         self.store.write_manifest(self.manifest)  # after the layer's files: the entry comes last
@@ -827,7 +894,7 @@ class Driver:
         self.log(
             f"layer {layer_name(*layer)} done ({done}/{len(self.plan.layers)}): "
             f"{entry['positions']:,} positions, win {c['win']:,} draw {c['draw']:,} "
-            f"loss {c['loss']:,}, {entry['rounds']} rounds, {entry['solve_seconds']:.2f}s"
+            f"loss {c['loss']:,}, {counted(entry['rounds'], 'round')}, {entry['solve_seconds']:.2f}s"
         )
         self.progress.layer_done(entry)
         pair = self.plan.pair_of(layer)
@@ -847,15 +914,23 @@ class Driver:
         )
 
 
+def _part_of(name: str) -> tuple[tuple[int, int], int]:
+    """(layer, chunk) of a part a round marker lists (run_large starts over when
+    an older marker's are not parts' names)."""
+    found = parse_part(name)
+    assert found is not None
+    return found
+
+
 def is_small_round(sources: int, chunk_size: int) -> bool:
     """Whether a frontier round of `sources` sources runs as one task."""
     return sources <= min(SMALL_ROUND_SOURCES, chunk_size // 64)
 
 
-def task_seconds(results: list) -> dict:
+def task_seconds(results: list[dict[str, Any]]) -> dict[str, float]:
     """A round's task time by phase, summed over its tasks (round_chunk_task's
     "phases"; "other" is the rest: writing a sweep's part, the task's start)."""
-    total = {}
+    total: dict[str, float] = {}
     for r in results:
         for phase, seconds in r.get("phases", {}).items():
             total[phase] = total.get(phase, 0.0) + seconds
@@ -863,7 +938,9 @@ def task_seconds(results: list) -> dict:
     return {phase: round(seconds, 3) for phase, seconds in total.items()}
 
 
-def frontier_pieces(chunks, sources: dict, threads: int) -> list:
+def frontier_pieces(
+    chunks: list[Chunk], sources: dict[tuple[tuple[int, ...], int], int], threads: int
+) -> list[ChunkTask]:
     """A frontier half's tasks: (layer, chunk, lo, hi, piece) where piece is None
     (the whole chunk) or (number, piece_lo, piece_hi), the part of the chunk's
     sources the task re-evaluates. Chunks are split in proportion to their sources
@@ -872,7 +949,7 @@ def frontier_pieces(chunks, sources: dict, threads: int) -> list:
     MIN_PIECE_SOURCES sources."""
     total = sum(sources.get((tuple(layer), c), 0) for layer, c, _, _ in chunks)
     share = total / (PIECES_PER_THREAD * threads)
-    tasks = []
+    tasks: list[ChunkTask] = []
     for layer, c, lo, hi in chunks:
         count = sources.get((tuple(layer), c), 0)
         pieces = min(
@@ -905,7 +982,7 @@ def solve(
     client: Client,
     job: Job,
     plan: Plan,
-    log=lambda line: None,
+    log: Callable[[str], object] = lambda line: None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     restart: bool = False,
     progress: Progress | None = None,

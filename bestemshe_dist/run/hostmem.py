@@ -40,13 +40,20 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 PAGE_WORDS = mmap.PAGESIZE // 8
 ROOT_ENV = "BESTEMSHE_HOST_MEMORY"
 PRIVATE = "-private"  # the end of a private space's name
+
+
+class SpaceRemoved(RuntimeError):
+    """A task of a solve run that has ended reached for the run's host arrays."""
 
 
 def private_name(name: str) -> str:
@@ -94,18 +101,23 @@ class HostSpace:
     """One solve run's arrays on this host. Every process has one HostSpace per
     space name (see `space`), holding its mappings."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.private = is_private(name)
         # A private space's marks say what this process holds, so they are its own.
         self.folder = root() / name / f"p{os.getpid()}" if self.private else root() / name
-        self._maps: dict = {}
+        self._maps: dict[str, tuple[NDArray[np.uint64], str]] = {}  # name -> (array, identity)
         self._lock = threading.Lock()
+        # Set by remove(): a task still running when its solve ended (a running task
+        # cannot be cancelled) must not make the space's folder again behind it.
+        self.removed = False
 
     # -- locks and small state files ----------------------------------------------------
     @contextlib.contextmanager
-    def locked(self, name: str):
+    def locked(self, name: str) -> Iterator[None]:
         """An exclusive lock of this host (every process, every thread) on `name`."""
+        if self.removed:
+            raise SpaceRemoved(f"the host arrays of {self.name} are gone: its solve run has ended")
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / f"{name}.lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -114,7 +126,7 @@ class HostSpace:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def read_state(self, name: str, default=None):
+    def read_state(self, name: str, default: Any = None) -> Any:
         try:
             return json.loads((self.folder / f"{name}.json").read_text())
         except (OSError, ValueError):
@@ -124,14 +136,20 @@ class HostSpace:
         with contextlib.suppress(FileNotFoundError):
             (self.folder / f"{name}.json").unlink()
 
-    def write_state(self, name: str, value) -> None:
+    def write_state(self, name: str, value: Any) -> None:
         path = self.folder / f"{name}.json"
         tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
         tmp.write_text(json.dumps(value))
         os.replace(tmp, path)
 
     # -- arrays ------------------------------------------------------------------------------
-    def array(self, name: str, words: int, fill=None, identity: str = "") -> np.ndarray:
+    def array(
+        self,
+        name: str,
+        words: int,
+        fill: Callable[[NDArray[np.uint64]], object] | None = None,
+        identity: str = "",
+    ) -> NDArray[np.uint64]:
         """The host's uint64 array `name` of `words` words (zeros when made). `fill(array)`
         runs once per host, by the process that makes it; `identity` says what it
         holds, and a different one makes it anew."""
@@ -158,7 +176,9 @@ class HostSpace:
             self._maps[name] = (array, identity)
         return array
 
-    def _private_array(self, name: str, words: int, fill, identity: str) -> np.ndarray:
+    def _private_array(
+        self, name: str, words: int, fill: Callable[[NDArray[np.uint64]], object] | None, identity: str
+    ) -> NDArray[np.uint64]:
         """array() in a private space (called under the name's lock): another thread
         may have made it meanwhile."""
         with self._lock:
@@ -187,7 +207,8 @@ class HostSpace:
             mapped = self._maps.get(name)
         if mapped is None or words <= 0:
             return
-        array = mapped[0]
+        # Any: to numpy's stubs a base is an array, and a memmap's _mmap is private
+        array: Any = mapped[0]
         if self.private:  # np.frombuffer's base is a memoryview of the anonymous mmap
             array.base.obj.madvise(mmap.MADV_DONTNEED, first_word * 8, words * 8)
         else:
@@ -206,7 +227,7 @@ class HostSpace:
         with contextlib.suppress(FileNotFoundError):
             (self.folder / f"{name}.ready.json").unlink()
 
-    def drop(self, names) -> None:
+    def drop(self, names: Iterable[str]) -> None:
         """Forget arrays on this host (every process should call it: each mapping
         keeps its pages until it is closed)."""
         for name in names:
@@ -228,6 +249,7 @@ class HostSpace:
 
     def remove(self) -> None:
         with self._lock:
+            self.removed = True
             self._maps.clear()
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.private:
@@ -235,7 +257,7 @@ class HostSpace:
                 self.folder.parent.rmdir()  # the space's folder, once no process has one there
 
 
-def _resident_bytes(array: np.ndarray) -> int:
+def _resident_bytes(array: NDArray[np.uint64]) -> int:
     """Bytes of a private array's pages in RAM (mincore(2))."""
     import ctypes
 
@@ -251,7 +273,7 @@ def _resident_bytes(array: np.ndarray) -> int:
     return int(np.count_nonzero(vec & 1)) * mmap.PAGESIZE
 
 
-_SPACES: dict = {}
+_SPACES: dict[str, HostSpace] = {}
 _SPACES_LOCK = threading.Lock()
 
 
@@ -273,7 +295,7 @@ def remove_spaces(prefix: str, keep: str | None = None) -> int:
     for folder in base.glob(f"{prefix}*"):
         if folder.name != keep:
             with _SPACES_LOCK:
-                held = _SPACES.pop(folder.name, None)
+                held = _SPACES.get(folder.name)  # kept, marked removed: see HostSpace.removed
             if held is not None:
                 held.remove()
             shutil.rmtree(folder, ignore_errors=True)

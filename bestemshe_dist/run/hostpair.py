@@ -22,32 +22,40 @@ seeded hash with realistic shares of wins, draws and losses.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..data.blocks import read_layer_codes
 from ..data.checkpoint import decode_part
 from ..data.store import read_json
+from ..game.dag import PairPlan
 from ..game.geometry import capture_targets
 from ..game.variant import Variant
 from ..naming import applied_mark, codes_array, dep_row, dep_slot, round_array, round_marker, sync_lock
-from ..solve import kernels
+from ..solve import code_arrays, kernels
 from ..solve.pair import PairState
 from . import hostmem
+
+if TYPE_CHECKING:
+    from .tasks import Job
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
 
 
 # -- dependency rows -------------------------------------------------------------------
 @cache
-def row_slots(variant: Variant, b: int) -> dict:
+def row_slots(variant: Variant, b: int) -> dict[int, tuple[int, int]]:
     """m -> (first word, words) of layer (b, m) in row b's array: every layer a
     capture can reach (m >= 2), larger m first, each slot whole pages."""
-    slots, first = {}, 0
+    slots: dict[int, tuple[int, int]] = {}
+    first = 0
     for m in sorted((m for m in variant.kazans if m >= 2), reverse=True):
-        words = hostmem.page_round(kernels.code_words(variant.layer_size(b, m)))
+        words = hostmem.page_round(code_arrays.code_words(variant.layer_size(b, m)))
         slots[m] = (first, words)
         first += words
     return slots
@@ -63,13 +71,13 @@ class DepSource:
 
     synthetic_seed: int | None = None
 
-    def identity(self, layer: tuple, sha256: str | None) -> str:
+    def identity(self, layer: tuple[int, int], sha256: str | None) -> str:
         if self.synthetic_seed is not None:
             return f"synthetic:{self.synthetic_seed}"
         return f"sha256:{sha256}"
 
 
-def synthetic_shares(variant: Variant, k1: int, k2: int) -> tuple:
+def synthetic_shares(variant: Variant, k1: int, k2: int) -> tuple[float, float]:
     """(win, loss) shares of a synthetic layer, as solved layers have them: the side
     ahead on kazans mostly wins (24_4: 99% wins), even layers split about evenly,
     and a few per cent are draws."""
@@ -79,11 +87,11 @@ def synthetic_shares(variant: Variant, k1: int, k2: int) -> tuple:
     return win * (1 - draw), (1 - win) * (1 - draw)
 
 
-def fill_synthetic(variant: Variant, seed: int, layer: tuple, out: np.ndarray) -> None:
+def fill_synthetic(variant: Variant, seed: int, layer: tuple[int, int], out: NDArray[np.uint64]) -> None:
     win, loss = synthetic_shares(variant, *layer)
     limit = 1 << 32
     salt = layer[0] * 1000 + layer[1]
-    kernels.synthetic_codes(
+    code_arrays.synthetic_codes(
         out,
         variant.layer_size(*layer),
         np.uint64(seed),
@@ -93,7 +101,14 @@ def fill_synthetic(variant: Variant, seed: int, layer: tuple, out: np.ndarray) -
     )
 
 
-def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: int, shas: dict):
+def dep_bundle(
+    space: hostmem.HostSpace,
+    job: Job,
+    source: DepSource,
+    k1: int,
+    k2: int,
+    shas: dict[tuple[int, int], str],
+) -> tuple[NDArray[np.uint64], NDArray[np.int64]]:
     """The capture targets of layer (k1, k2) as the kernels read them, a view of row
     k2's array in host memory (each target loaded there once per host)."""
     variant = job.variant
@@ -112,7 +127,14 @@ def dep_bundle(space: hostmem.HostSpace, job, source: DepSource, k1: int, k2: in
     return row[:end], start
 
 
-def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha256: str | None) -> None:
+def load_dep(
+    space: hostmem.HostSpace,
+    job: Job,
+    source: DepSource,
+    layer: tuple[int, int],
+    row: NDArray[np.uint64],
+    sha256: str | None,
+) -> None:
     """Fill layer's slot of its row once per host (under the slot's lock)."""
     variant = job.variant
     name = dep_slot(layer)
@@ -123,7 +145,7 @@ def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha25
     with space.locked(name):
         if space.has(name, identity):
             return
-        slot = row[first : first + kernels.code_words(variant.layer_size(*layer))]
+        slot = row[first : first + code_arrays.code_words(variant.layer_size(*layer))]
         if source.synthetic_seed is not None:
             fill_synthetic(variant, source.synthetic_seed, layer, slot)
         else:
@@ -131,7 +153,7 @@ def load_dep(space, job, source: DepSource, layer: tuple, row: np.ndarray, sha25
         space.mark(name, identity)
 
 
-def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
+def free_deps(space: hostmem.HostSpace, variant: Variant, layers: Iterable[tuple[int, int]]) -> None:
     """Give back the host memory of dependency layers no pending pair needs."""
     for b, m in layers:
         if m not in row_slots(variant, b):
@@ -143,7 +165,7 @@ def free_deps(space: hostmem.HostSpace, variant: Variant, layers) -> None:
 
 
 # -- a large pair on a host -----------------------------------------------------------------
-def pair_arrays(pair) -> list:
+def pair_arrays(pair: PairPlan) -> list[str]:
     return [codes_array(pair.key, layer) for layer in pair.layers] + [round_array(pair.key)]
 
 
@@ -151,11 +173,13 @@ class HostPair:
     """A large pair's state on this host (shared by its processes), with the
     rounds applied so far recorded beside it."""
 
-    def __init__(self, job, pair, dep_shas: dict, source: DepSource):
+    def __init__(
+        self, job: Job, pair: PairPlan, dep_shas: dict[tuple[int, int], str], source: DepSource
+    ) -> None:
         self.job = job
         self.pair = pair
         self.space = hostmem.space(job.space)
-        words = kernels.code_words(pair.layer_size)
+        words = code_arrays.code_words(pair.layer_size)
         codes = {l: self.space.array(codes_array(pair.key, l), words) for l in pair.layers}
         shared = self.space.array(round_array(pair.key), words)
         found = dict.fromkeys(pair.layers, shared)  # one layer's round at a time
@@ -165,13 +189,13 @@ class HostPair:
     def applied(self) -> int:
         return self.space.read_state(applied_mark(self.pair.key), {"round": -1})["round"]
 
-    def sync(self, upto: int) -> dict:
+    def sync(self, upto: int) -> dict[int, int]:
         """Apply the checkpointed rounds up to `upto` that this host has not applied.
         Returns {round: positions decided in it} for the rounds applied here (exact:
         what became decided, however many hosts decided it)."""
         if self.applied() >= upto:
             return {}
-        exact = {}
+        exact: dict[int, int] = {}
         with self.space.locked(sync_lock(self.pair.key)):
             store = self.job.store()
             for round_ in range(self.applied() + 1, upto + 1):
@@ -183,11 +207,11 @@ class HostPair:
         return exact
 
 
-_PAIRS: dict = {}
+_PAIRS: dict[tuple[str, str], HostPair] = {}  # (space, pair key) -> its state
 _PAIRS_LOCK = threading.Lock()
 
 
-def host_pair(job, pair, dep_shas: dict, source: DepSource) -> HostPair:
+def host_pair(job: Job, pair: PairPlan, dep_shas: dict[tuple[int, int], str], source: DepSource) -> HostPair:
     key = (job.space, pair.key)
     with _PAIRS_LOCK:
         found = _PAIRS.get(key)
@@ -198,7 +222,7 @@ def host_pair(job, pair, dep_shas: dict, source: DepSource) -> HostPair:
     return found
 
 
-def forget_pair(space_name: str, pair) -> None:
+def forget_pair(space_name: str, pair: PairPlan) -> None:
     """Drop a published pair's arrays, and the record of the rounds applied to them:
     a task recomputed later (Dask redoes a finished task whose result died with a
     worker) must start from round 0, and finds the checkpoints gone, rather than

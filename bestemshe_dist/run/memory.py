@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..game.dag import PairPlan, Plan
 from ..game.variant import Variant
-from ..naming import layer_name
+from ..naming import counted, layer_name
 from .hostmem import page_round
 
 GiB = 1 << 30
@@ -39,7 +39,7 @@ def code_bytes(positions: int) -> int:
     return 8 * max(1, (positions + 31) // 32)
 
 
-def layer_bytes(variant: Variant, layer: tuple) -> int:
+def layer_bytes(variant: Variant, layer: tuple[int, int]) -> int:
     """A dependency layer's slot in host memory (whole pages)."""
     return 8 * page_round(max(1, (variant.layer_size(*layer) + 31) // 32))
 
@@ -63,7 +63,12 @@ def task_bytes(chunk_size: int, layer_size: int) -> int:
 
 
 def pair_memory(
-    variant: Variant, pair: PairPlan, chunk_size: int, threads: int, processes: int, deps: set | None = None
+    variant: Variant,
+    pair: PairPlan,
+    chunk_size: int,
+    threads: int,
+    processes: int,
+    deps: set[tuple[int, int]] | None = None,
 ) -> HostMemory:
     """A large pair's need on one host running `threads` tasks at once in
     `processes` worker processes. `deps`: the dependency layers held (by default
@@ -77,7 +82,9 @@ def pair_memory(
     )
 
 
-def together(variant: Variant, pairs: list, chunk_size: int, threads: int, processes: int) -> HostMemory:
+def together(
+    variant: Variant, pairs: list[PairPlan], chunk_size: int, threads: int, processes: int
+) -> HostMemory:
     """Large pairs in flight on the same hosts: their arrays add up, their
     dependency layers are held once, the tasks and processes are the same."""
     deps = set().union(*(set(p.deps) for p in pairs)) if pairs else set()
@@ -108,9 +115,9 @@ def describe(plan: Plan, chunk_size: int, threads: int, processes: int) -> str:
     v = plan.variant
     peak = plan_peak(plan, chunk_size, threads, processes)
     lines = [
-        f"# {v.describe()}: {len(plan.pairs)} pairs, {len(plan.layers)} layers, "
+        f"# {v.describe()}: {counted(len(plan.pairs), 'pair')}, {counted(len(plan.layers), 'layer')}, "
         f"{plan.positions:,} positions (k1 + k2 >= {plan.min_captured})",
-        f"# memory per host for {threads} running tasks in {processes} worker processes, chunks of "
+        f"# memory per host for {counted(threads, 'running task')} in {counted(processes, 'worker process', 'worker processes')}, chunks of "
         f"{chunk_size:,} positions: at most {gib(peak.total)}",
         "# m     pair         layer size      positions   dep positions  host memory  depends on",
     ]

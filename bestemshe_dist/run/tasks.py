@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..data import format as fmt
 from ..data.cache import OnceCache
@@ -45,7 +48,7 @@ from ..naming import (
     staged,
     sums_file,
 )
-from ..solve import kernels
+from ..solve import code_arrays
 from ..solve.pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
 from . import hostmem
 from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
@@ -67,23 +70,31 @@ class Job(StoreJob):
         return DepSource(self.synthetic)
 
 
-def write_layer_files(store: Store, layer: tuple, outputs: dict, place=lambda name: name):
+def write_layer_files(
+    store: Store,
+    layer: tuple[int, int],
+    outputs: dict[str, bytes],
+    place: Callable[[str], str] = lambda name: name,
+) -> tuple[dict[str, tuple[int, str]], dict[str, Any]]:
     """Write a layer's files (kind -> bytes), each whole, then its checksum sidecar,
     at place(name). Returns ({kind: (bytes, sha256)}, the manifest's checksums record)."""
-    files, sums = {}, {}
+    files: dict[str, tuple[int, str]] = {}
+    sums: dict[str, FileSums] = {}
     for kind, data in outputs.items():
         name = layer_file(*layer, kind)
         store.write_bytes(place(name), data)
         files[kind] = (len(data), hashlib.sha256(data).hexdigest())
         sums[kind] = FileSums.of_file(data, name)
-    made = LayerSums(tuple(layer), sums)
+    made = LayerSums((layer[0], layer[1]), sums)
     sidecar = made.to_bytes()
     store.write_bytes(place(sums_file(*layer)), sidecar)
     return files, manifest_record(made, sidecar)
 
 
 # -- small pairs: one task solves, one task per layer publishes --------------------
-def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> dict:
+def solve_pair_task(
+    job: Job, pair: PairPlan, dep_shas: dict[tuple[int, int], str], *dep_entries: dict[str, Any]
+) -> dict[tuple[int, int], dict[str, Any]]:
     """Solve a pair whole, write its layer files to staging; return their entries.
 
     dep_entries are the results of the dependency layers' publish tasks (so the
@@ -98,13 +109,14 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
         job.variant, pair.a, pair.b, None, method=job.method, with_dtz=job.dtz, bundles=bundles
     )
     store = job.store()
-    entries = {}
+    entries: dict[tuple[int, int], dict[str, Any]] = {}
     for k1, k2 in pair.layers:
         start = time.perf_counter()
         win, draw, counts = encode_layer(result.codes[(k1, k2)], pair.layer_size)
         outputs = {"win": win, "draw": draw}
         max_dtz = None
         if job.dtz:
+            assert result.dtz is not None  # solve_pair makes distances with_dtz
             max_dtz = int(result.dtz[(k1, k2)].max())
             outputs["dtz"] = encode_distances(result.dtz[(k1, k2)], distance_width(max_dtz))
         files, checksums = write_layer_files(store, (k1, k2), outputs, staged)
@@ -125,10 +137,20 @@ def solve_pair_task(job: Job, pair: PairPlan, dep_shas: dict, *dep_entries) -> d
 
 
 def layer_entry(
-    pair, layer, files, checksums, counts, rounds, evaluations, method, solve_s, publish_s, max_dtz=None
-) -> dict:
+    pair: PairPlan,
+    layer: tuple[int, int],
+    files: dict[str, tuple[int, str]],
+    checksums: dict[str, Any],
+    counts: Iterable[int],
+    rounds: int,
+    evaluations: int,
+    method: str,
+    solve_s: float,
+    publish_s: float,
+    max_dtz: int | None = None,
+) -> dict[str, Any]:
     wins, draws, losses = counts
-    entry = {
+    entry: dict[str, Any] = {
         "k1": layer[0],
         "k2": layer[1],
         "pair": pair.key,
@@ -149,7 +171,9 @@ def layer_entry(
     return entry
 
 
-def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
+def publish_layer_task(
+    job: Job, layer: tuple[int, int], pair_entries: dict[tuple[int, int], dict[str, Any]]
+) -> dict[str, Any]:
     """Move a layer's staged files into place (each appears whole); the driver
     writes the manifest entry afterwards."""
     k1, k2 = layer
@@ -163,7 +187,7 @@ def publish_layer_task(job: Job, layer: tuple, pair_entries: dict) -> dict:
     return entry
 
 
-def _already_published(store: Store, layer: tuple) -> dict | None:
+def _already_published(store: Store, layer: tuple[int, int]) -> dict[str, Any] | None:
     """The manifest entry of a layer already published. Dask recomputes a finished
     task whose result died with a worker; a layer's files, once published, are
     never written again (its pair's state is gone by then)."""
@@ -190,17 +214,17 @@ def _write_part(store: Store, name: str, delta: Delta) -> None:
 def round_chunk_task(
     job: Job,
     pair: PairPlan,
-    dep_shas: dict,
+    dep_shas: dict[tuple[int, int], str],
     series: str,
     round_: int,
     mode: str,
-    layer: tuple,
+    layer: tuple[int, int],
     chunk: int,
     lo: int,
     hi: int,
-    sources: list,
-    piece: tuple | None = None,
-) -> dict:
+    sources: list[str],
+    piece: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """Round `round_` for ranks [lo, hi) of `layer`, on this host's copy of the pair
     (brought up to the previous round from the checkpoints first).
 
@@ -215,13 +239,14 @@ def round_chunk_task(
     host = host_pair(job, pair, dep_shas, job.dep_source)
     exact = host.sync(round_ - 1)
     state = host.state
-    result = {"host": memory_domain(job), "exact": exact, "name": None}
+    result: dict[str, Any] = {"host": memory_domain(job), "exact": exact, "name": None}
     # Where a round's time goes (the marker sums them): bringing the host's copy up
     # to the previous round, reading the task's sources, the kernel, writing.
     phases = result["phases"] = {"sync": time.perf_counter() - start}
     if mode == SWEEP:
         mark = time.perf_counter()
         delta = state.sweep(layer, lo, hi, round_)
+        assert delta.dense is not None  # a sweep's decisions come dense
         phases["kernel"] = time.perf_counter() - mark
         if delta.decided:
             result["name"] = part_name(pair.key, round_, layer, chunk, "s")
@@ -248,12 +273,14 @@ def round_chunk_task(
     return result
 
 
-def _read_sources(store: Store, lo: int, hi: int, names: list) -> tuple:
+def _read_sources(
+    store: Store, lo: int, hi: int, names: list[str]
+) -> tuple[tuple[int, NDArray[np.uint64], int], int]:
     """A frontier chunk's sources: codes from position lo & ~31 to hi holding just
     the decisions of the parts `names`. Returns ((that start, the codes, the
     largest part's bytes), what the cache counts)."""
     fresh_lo = lo & ~31
-    fresh = kernels.new_codes(hi - fresh_lo)
+    fresh = code_arrays.new_codes(hi - fresh_lo)
     biggest = 0
     for name in names:
         part = decode_part(store.read_bytes(name))
@@ -295,8 +322,15 @@ def memory_domain(job: Job) -> str:
 
 
 def flush_round_task(
-    job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunks: list, tag: str, layer: tuple
-) -> dict:
+    job: Job,
+    pair: PairPlan,
+    dep_shas: dict[tuple[int, int], str],
+    series: str,
+    round_: int,
+    chunks: list[tuple[int, int, int]],
+    tag: str,
+    layer: tuple[int, int],
+) -> dict[str, Any]:
     """After every task of one half of a frontier round (the one deciding `layer`):
     write this host's decisions of it in `chunks` ((chunk, lo, hi): ranks [lo, hi)
     of its round array) as checkpoint parts, one per chunk that has any, emptying
@@ -310,7 +344,7 @@ def flush_round_task(
         return {"parts": {}, "tag": tag}  # this host holds nothing of the pair
     state = host_pair(job, pair, dep_shas, job.dep_source).state
     store = job.store()
-    parts = {}
+    parts: dict[str, int] = {}
     for chunk, lo, hi in chunks:
         with space.locked(flush_lock(pair.key, chunk)):
             parts.update(_flush_chunk(store, state, pair, round_, layer, chunk, lo, hi, tag))
@@ -322,17 +356,17 @@ def _flush_chunk(
     state: PairState,
     pair: PairPlan,
     round_: int,
-    layer: tuple,
+    layer: tuple[int, int],
     chunk: int,
     lo: int,
     hi: int,
     tag: str,
-) -> dict:
+) -> dict[str, int]:
     """Write the round array's decisions of `layer` in [lo, hi) as the chunk's part,
     then empty the range; returns {part: decisions} (nothing when none)."""
     name = part_name(pair.key, round_, layer, chunk, tag)
     delta = state.take(layer, lo, hi, round_, clear=False)
-    parts = {}
+    parts: dict[str, int] = {}
     if delta.decided:
         _write_part(store, name, delta)
         parts[name] = delta.decided
@@ -344,8 +378,14 @@ def _flush_chunk(
 
 
 def small_round_task(
-    job: Job, pair: PairPlan, dep_shas: dict, series: str, round_: int, chunk_size: int, sources: list
-) -> dict:
+    job: Job,
+    pair: PairPlan,
+    dep_shas: dict[tuple[int, int], str],
+    series: str,
+    round_: int,
+    chunk_size: int,
+    sources: list[str],
+) -> dict[str, Any]:
     """A frontier round with few sources (`sources`: the previous round's parts),
     whole in one task: each half's frontier over every chunk that has sources,
     then its decisions taken out of this host's round array and written as parts,
@@ -360,10 +400,10 @@ def small_round_task(
     domain = memory_domain(job)
     tag, store = host_tag(domain), job.store()
     ranges = chunk_ranges(pair.layer_size, chunk_size)
-    by_chunk: dict = {}
+    by_chunk: dict[tuple[tuple[int, int], int] | None, list[str]] = {}  # (layer, chunk) -> its parts
     for name in sources:
         by_chunk.setdefault(parse_part(name), []).append(name)
-    result = {
+    result: dict[str, Any] = {
         "host": domain,
         "exact": exact,
         "name": None,
@@ -408,17 +448,17 @@ def small_round_task(
 def publish_part_task(
     job: Job,
     pair: PairPlan,
-    dep_shas: dict,
+    dep_shas: dict[tuple[int, int], str],
     series: str,
     final_round: int,
-    layer: tuple,
+    layer: tuple[int, int],
     table: str,
     group: int,
     first_block: int,
     end_block: int,
     width: int = 1,
-    round_parts: list | None = None,
-) -> dict:
+    round_parts: list[list[str]] | None = None,
+) -> dict[str, Any]:
     """Compress blocks [first_block, end_block) of one of a solved layer's files and
     write the frames, concatenated, as part files: table "bits" gives the win and
     draw files' blocks (from this host's codes), table "dtz" the distance file's
@@ -427,7 +467,7 @@ def publish_part_task(
     positions of this range)."""
     npos = pair.layer_size
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
-    result = {"table": table, "group": group, "sizes": {}}
+    result: dict[str, Any] = {"table": table, "group": group, "sizes": {}}
     if _already_published(job.store(), layer) is not None:
         return result  # recomputed after its layer was published (its worker died): nothing to do
     if table == "bits":
@@ -435,20 +475,21 @@ def publish_part_task(
         host.sync(final_round)
         codes = host.state.codes[layer]
         w0 = first_block * WORDS_PER_BLOCK
-        w1 = min(end_block * WORDS_PER_BLOCK, kernels.code_words(npos))
+        w1 = min(end_block * WORDS_PER_BLOCK, code_arrays.code_words(npos))
         win = np.zeros(nbytes, np.uint8)
         draw = np.zeros(nbytes, np.uint8)
-        counts = kernels.codes_to_bitsets(
+        counts = code_arrays.codes_to_bitsets(
             codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0], draw.view(np.uint32)[: w1 - w0]
         )
         result["counts"] = [int(c) for c in counts]
-        blocks = {"win": win, "draw": draw}
+        blocks: dict[str, NDArray[np.uint8]] = {"win": win, "draw": draw}
     else:
         lo = first_block * fmt.BLOCK_BYTES // width
         hi = min(end_block * fmt.BLOCK_BYTES // width, npos)
         store = job.store()
 
-        def rounds():
+        def rounds() -> Iterator[list[Delta]]:
+            assert round_parts is not None  # the driver gives a distance part its checkpoints
             for names in round_parts:
                 yield [decode_part(store.read_bytes(name)) for name in names]
 
@@ -467,8 +508,14 @@ def publish_part_task(
 
 
 def assemble_layer_task(
-    job: Job, pair: PairPlan, layer: tuple, parts: list, rounds: int, evaluations: int, solve_seconds: float
-) -> dict:
+    job: Job,
+    pair: PairPlan,
+    layer: tuple[int, int],
+    parts: list[dict[str, Any]],
+    rounds: int,
+    evaluations: int,
+    solve_seconds: float,
+) -> dict[str, Any]:
     """Build a layer's files from the compressed parts (no decompression) and put
     each in place whole; returns the manifest entry."""
     start = time.perf_counter()
@@ -477,9 +524,9 @@ def assemble_layer_task(
     if published is not None:
         return published
     parts = sorted(parts, key=lambda p: p["group"])
-    outputs = {}
+    outputs: dict[str, bytes] = {}
     for kind in ("win", "draw", "dtz"):
-        frames = []
+        frames: list[bytes] = []
         for part in parts:
             if kind not in part["sizes"]:
                 continue
@@ -509,7 +556,7 @@ def assemble_layer_task(
 
 
 # -- upkeep ----------------------------------------------------------------------------
-def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
+def check_layer_task(job: Job, layer: tuple[int, int], entry: dict[str, Any]) -> dict[str, Any] | None:
     """A published layer's manifest entry if its files are intact (the recorded sizes
     and sha256, its checksum sidecar too), else None. A layer published before
     sidecars existed gets one here, from the files just matched against the
@@ -517,7 +564,7 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
     store = job.store()
     if job.dtz and "dtz" not in entry["bytes"]:
         return None  # published without the distance table this run asks for
-    data = {}
+    data: dict[str, bytes] = {}
     for kind in entry["bytes"]:
         name = layer_file(*layer, kind)
         if not store.exists(name) or store.size(name) != entry["bytes"][kind]:
@@ -526,9 +573,10 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
         if hashlib.sha256(data[kind]).hexdigest() != entry["sha256"][kind]:
             return None
     record = entry.get("checksums")
+    sidecar: bytes | None
     if not record:
         sums = LayerSums(
-            tuple(layer),
+            (layer[0], layer[1]),
             {kind: FileSums.of_file(raw, layer_file(*layer, kind)) for kind, raw in data.items()},
         )
         sidecar = sums.to_bytes()
@@ -540,7 +588,12 @@ def check_layer_task(job: Job, layer: tuple, entry: dict) -> dict | None:
     return entry
 
 
-def drop_from_caches(space_name: str, pair: PairPlan | None = None, layers=(), variant=None) -> int:
+def drop_from_caches(
+    space_name: str,
+    pair: PairPlan | None = None,
+    layers: Iterable[tuple[int, int]] = (),
+    variant: Variant | None = None,
+) -> int:
     """Run on every worker when a pair is done: free its host arrays and the
     dependency layers no pending pair needs. Returns the bytes the host still holds."""
     space = hostmem.space(space_name)
@@ -548,6 +601,7 @@ def drop_from_caches(space_name: str, pair: PairPlan | None = None, layers=(), v
         forget_pair(space_name, pair)
         _SOURCES.drop(lambda key: key[:2] == (space_name, pair.key))
     if layers:
+        assert variant is not None  # the driver names the variant with the layers
         free_deps(space, variant, layers)
     return space.bytes_held()
 
@@ -565,7 +619,7 @@ def end_of_run(space_name: str) -> int:
     return 0
 
 
-def host_memory_room(space_name: str) -> tuple:
+def host_memory_room(space_name: str) -> tuple[int | None, str]:
     """(bytes the host arrays' folder can still take, plus what this run holds
     there already; the folder): a container's /dev/shm can be far smaller than
     its memory."""
@@ -594,7 +648,7 @@ def warm_up(pits: int = 5) -> float:
     seconds it took."""
     start = time.perf_counter()
     variant = Variant(stones=8, pits=pits)
-    solved: dict = {}
+    solved: dict[tuple[int, int], NDArray[np.uint64]] = {}
     for m in range(2 * (variant.win_kazan - 2), -1, -2):
         for a in variant.kazans:
             b = m - a
@@ -608,18 +662,20 @@ def warm_up(pits: int = 5) -> float:
     # and the ones that move a round's decisions, stamp distances and make
     # synthetic layers.
     state = PairState(variant, 0, 0, solved)
-    fresh = kernels.new_codes(state.size)
-    kernels.set_code(fresh, 0, kernels.WIN)
+    fresh = code_arrays.new_codes(state.size)
+    code_arrays.set_code(fresh, 0, code_arrays.WIN)
     state.frontier((0, 0), fresh, 0, 0, state.size)
     state.take((0, 0), 0, state.size, 0, clear=False)
     state.take((0, 0), 3, state.size, 0)
     state.clear((0, 0), 0, state.size)
-    chunk = kernels.new_codes(37)
-    kernels.set_code(chunk, 5, kernels.WIN)
+    chunk = code_arrays.new_codes(37)
+    code_arrays.set_code(chunk, 5, code_arrays.WIN)
     delta = Delta((0, 0), 0, 3, 40, dense=chunk, wins=1)
-    delta.apply(kernels.new_codes(64))
-    delta.sparse().apply(kernels.new_codes(64))
+    delta.apply(code_arrays.new_codes(64))
+    delta.sparse().apply(code_arrays.new_codes(64))
     for width in (1, 2):
         distances_from(variant, 4, 0, 64, [[delta, delta.sparse()]], width)
-    kernels.synthetic_codes(kernels.new_codes(40), 40, np.uint64(1), np.uint64(2), np.uint64(1), np.uint64(2))
+    code_arrays.synthetic_codes(
+        code_arrays.new_codes(40), 40, np.uint64(1), np.uint64(2), np.uint64(1), np.uint64(2)
+    )
     return time.perf_counter() - start

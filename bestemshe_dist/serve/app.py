@@ -15,7 +15,9 @@ fsspec's http(s):// reads, so serving adds none).
 A position is written from the side to move, as the CLI takes it; in a URL its
 numbers may be joined by commas (`pos=0,0,5,5,5,5,5,5,5,5,5,5`). Pits in
 answers: `pit` numbers them as a person reads them (1..pits from the mover's
-left), `index` is the 0-based index into the mover's row.
+left), `index` is the 0-based index into the mover's row. The bodies of
+/api/position and /api/mainline are oracle/report.py's, which `probe --json` and
+`mainline --json` print too: one schema (docs/json.md).
 
 Errors are JSON `{"error": one sentence}`: 400 for a bad position or request,
 404 for a position whose layer the tablebase does not hold, 503 naming the file
@@ -29,8 +31,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
@@ -38,8 +42,8 @@ from aiohttp import web
 
 from ..errors import BestemsheError, FormatError, StoreError, UsageError
 from ..game.position import Position, random_symmetric
-from ..naming import layer_name, parse_layer_name
-from ..oracle.report import mainline_report
+from ..naming import counted, layer_name, parse_layer_name
+from ..oracle.report import mainline_report, report
 from ..oracle.tablebase import VALUE_OF, Tablebase
 
 log = logging.getLogger(__name__)
@@ -59,15 +63,16 @@ class NotHeld(BestemsheError):
     """A valid position whose layer the tablebase does not hold (404)."""
 
 
-def _holds(tb: Tablebase, layer) -> bool:
+def _holds(tb: Tablebase, layer: tuple[int, int]) -> bool:
     """False only when the tablebase is known not to hold `layer`."""
     held = tb.layers()
     return held is None or tuple(layer) in held
 
 
-def _require(tb: Tablebase, layer, what: str) -> None:
-    if not _holds(tb, layer):
-        raise NotHeld(f"{what} is not in this tablebase (it holds {len(tb.layers())} layers).")
+def _require(tb: Tablebase, layer: tuple[int, int], what: str) -> None:
+    if not _holds(tb, layer):  # so the tablebase could say which layers it holds
+        held = tb.layers() or set()
+        raise NotHeld(f"{what} is not in this tablebase (it holds {counted(len(held), 'layer')}).")
 
 
 def _position(tb: Tablebase, text: str | None) -> Position:
@@ -78,45 +83,12 @@ def _position(tb: Tablebase, text: str | None) -> Position:
     return pos
 
 
-def _move(m) -> dict:
-    return {
-        "pit": m.pit + 1,
-        "index": m.pit,
-        "stones": m.stones,
-        "captured": m.captured,
-        "ends_game": m.ends_game,
-        "child": None if m.child is None else str(m.child),
-        "category": m.value,
-        "dtz": m.dtz,
-        "child_dtz": m.child_dtz,
-    }
+def position_answer(tb: Tablebase, pos: Position) -> dict[str, Any]:
+    """GET /api/position's body: report()'s, the schema `probe --json` prints too."""
+    return report(tb, pos)
 
 
-def position_answer(tb: Tablebase, pos: Position) -> dict:
-    """GET /api/position's body: the value and every move, best first (see
-    Analysis.ordered_moves for the order); checked against each other first."""
-    found = tb.analyse(pos)
-    choice = found.best_move()
-    return {
-        "position": str(pos),
-        "k1": pos.k1,
-        "k2": pos.k2,
-        "pits": list(pos.pits),
-        "rank": pos.rank(),
-        "category": found.probe.value,
-        "dtz": found.probe.dtz,
-        "distances": found.distances,
-        "dtz_meaning": "plies to the next capture or the end of the game under best play"
-        if found.distances
-        else "no distance table for this layer",
-        "verified": found.verified,
-        "moves": [_move(m) for m in found.ordered_moves()],
-        "best_move": None if choice is None else choice.pit + 1,
-        "best_move_reason": choice.reason if choice else "no move: the side to move has lost",
-    }
-
-
-def batch_answer(tb: Tablebase, body, raw: bytes = b"") -> dict:
+def batch_answer(tb: Tablebase, body: Any, raw: bytes = b"") -> dict[str, Any]:
     """POST /api/positions' body: {"positions": [...]} (each a string or a list of
     numbers) answered in one pass. Lists of whole numbers go to numpy in one call
     (`raw`, the request's bytes, says no JSON true/false hides among them, which
@@ -178,17 +150,13 @@ def _require_rows(tb: Tablebase, rows: np.ndarray) -> None:
             _require(tb, layer, f"positions: row {row}: layer {layer_name(*layer)}")
 
 
-def probe_answer(tb: Tablebase, pos: Position) -> dict:
+def probe_answer(tb: Tablebase, pos: Position) -> dict[str, Any]:
     found = tb.probe(pos)
     return {"position": str(pos), "category": found.value, "dtz": found.dtz}
 
 
-def mainline_answer(tb: Tablebase, pos: Position, max_plies: int) -> dict:
-    data = mainline_report(tb.mainline(pos, max_plies=max_plies))
-    for m in data["moves"]:
-        m["index"] = m["pit"]
-        m["pit"] += 1
-    return data
+def mainline_answer(tb: Tablebase, pos: Position, max_plies: int) -> dict[str, Any]:
+    return mainline_report(tb.mainline(pos, max_plies=max_plies))
 
 
 def _plies(text: str | None) -> int:
@@ -203,7 +171,10 @@ def _plies(text: str | None) -> int:
     return value
 
 
-async def _run(request: web.Request, work):
+_T = TypeVar("_T")
+
+
+async def _run(request: web.Request, work: Callable[[], _T]) -> _T:
     """The oracle's blocking work on the pool, bounded by the request timeout."""
     loop = asyncio.get_running_loop()
     try:
@@ -260,7 +231,7 @@ async def get_stats(request: web.Request) -> web.Response:
     return web.json_response(await _run(request, lambda: tb.layer_stats(*layer)))
 
 
-def layers_answer(tb: Tablebase) -> dict:
+def layers_answer(tb: Tablebase) -> dict[str, Any]:
     """GET /api/layers' body: every held layer with its size, most stones on the
     board first, and the game's start when the tablebase holds it."""
     held = tb.layers()
@@ -289,7 +260,7 @@ def layers_answer(tb: Tablebase) -> dict:
     return {"variant": v.as_dict(), "start": start, "layers": rows}
 
 
-def _layer(tb: Tablebase, text: str | None) -> tuple:
+def _layer(tb: Tablebase, text: str | None) -> tuple[int, int]:
     """A layer named in a query (layer=K1_K2): one of this game's, and held."""
     layer = parse_layer_name((text or "").strip())
     if layer is None:
@@ -302,7 +273,7 @@ def _layer(tb: Tablebase, text: str | None) -> tuple:
     return layer
 
 
-def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | None) -> dict:
+def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | None) -> dict[str, Any]:
     """GET /api/random's body: a position drawn uniformly from a held layer among
     those where the side to move has a move (or, if asked, among those with equal
     kazans and equal stones on each side, as the published match's starts)."""
@@ -316,7 +287,7 @@ def random_answer(tb: Tablebase, text: str | None, symmetric: bool, seed: str | 
         return {"position": str(random_symmetric(v, layer, rng)), "layer": layer_name(*layer)}
     size = v.layer_size(*layer)
     for _ in range(RANDOM_TRIES):
-        pos = Position.from_rank(v, *layer, int(rng.integers(size)))
+        pos = Position.from_rank(v, layer[0], layer[1], int(rng.integers(size)))
         if pos.legal_pits():
             return {"position": str(pos), "layer": layer_name(*layer)}
     raise UsageError(
@@ -357,7 +328,9 @@ async def get_health(request: web.Request) -> web.Response:
 
 
 @web.middleware
-async def one_sentence_errors(request: web.Request, handler):
+async def one_sentence_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
     """Every failure as {"error": one sentence} with its status; never a traceback."""
     try:
         return await handler(request)
@@ -396,7 +369,7 @@ def create_app(tb: Tablebase, *, timeout: float = REQUEST_SECONDS, threads: int 
     app.router.add_get("/", get_index)
     app.router.add_static("/static/", STATIC)
 
-    async def close_pool(app):
+    async def close_pool(app: web.Application) -> None:
         app[POOL].shutdown(wait=False, cancel_futures=True)
 
     app.on_cleanup.append(close_pool)
@@ -409,11 +382,11 @@ def serve(
     port: int = 8000,
     *,
     timeout: float = REQUEST_SECONDS,
-    print_line=print,
+    print_line: Callable[[str], None] = print,
 ) -> None:
     """Run the server until Ctrl-C or SIGTERM; port 0 takes a free port (the line printed says which)."""
 
-    async def main():
+    async def main() -> None:
         runner = web.AppRunner(create_app(tb, timeout=timeout), access_log=None)
         await runner.setup()
         try:
@@ -422,7 +395,9 @@ def serve(
                 await site.start()
             except OSError as exc:
                 raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
-            bound = site._server.sockets[0].getsockname()[1]
+            server = site._server
+            assert isinstance(server, asyncio.Server)  # started just now, on TCP
+            bound = server.sockets[0].getsockname()[1]
             print_line(
                 f"serving {tb.url} ({tb.variant.describe()}) on http://{host}:{bound}/  (Ctrl-C stops)"
             )

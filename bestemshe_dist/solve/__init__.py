@@ -1,10 +1,12 @@
 """Solving a pair in memory: 2-bit codes, the numba kernels over rank ranges, and
 a pair's state and rounds (a round's decisions are a Delta).
 
-- kernels.py   codes, sweeps, frontier rounds, counts, bitset conversions (numba)
-- atomics.py   claiming a 2-bit code from several threads
-- prefetch.py  a software prefetch numba can call
-- pair.py      PairState, Delta, the round methods, a whole pair in one process
+- code_arrays.py  2-bit codes packed in uint64 words: read, write, count, merge,
+                  a round's decisions, win/draw bitset conversions (numba)
+- kernels.py      sweeps and frontier rounds over rank ranges of a pair (numba)
+- atomics.py      claiming a 2-bit code from several threads
+- prefetch.py     a software prefetch numba can call
+- pair.py         PairState, Delta, the round methods, a whole pair in one process
 
 May import: game/ and the base modules. Never data/ (no bytes, no I/O) or run/
 (no Dask): kernels see arrays and integers only.

@@ -12,13 +12,16 @@ per decision, against roughly 100 ns of un-moves and ranks per source.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 
-def _word_pointer(context, builder, arrty, ary, index):
+def _word_pointer(context: Any, builder: Any, arrty: Any, ary: Any, index: Any) -> Any:
+    """A pointer to ary[index] in the generated code (numba's code-generation objects are untyped)."""
     array = context.make_array(arrty)(context, builder, ary)
     return cgutils.get_item_pointer(context, builder, arrty, array, [index], wraparound=False)
 
@@ -30,7 +33,7 @@ def atomic_or(typingctx, arr, index, value):
         return None
     sig = types.uint64(arr, types.intp, types.uint64)
 
-    def codegen(context, builder, sig, args):
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         ary, index, value = args
         ptr = _word_pointer(context, builder, sig.args[0], ary, index)
         return builder.atomic_rmw("or", ptr, value, "seq_cst")
@@ -46,7 +49,7 @@ def compare_and_swap(typingctx, arr, index, expected, new):
         return None
     sig = types.uint64(arr, types.intp, types.uint64, types.uint64)
 
-    def codegen(context, builder, sig, args):
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         ary, index, expected, new = args
         ptr = _word_pointer(context, builder, sig.args[0], ary, index)
         result = builder.cmpxchg(ptr, expected, new, "seq_cst", "seq_cst")

@@ -21,13 +21,21 @@ a large pair whose rounds run as chunk tasks across workers (run/driver.py, run/
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from ..game.geometry import capture_targets, pair_layers, partner
 from ..game.variant import Variant
-from . import kernels
+from . import code_arrays, kernels
+from .code_arrays import Codes
+
+Layer: TypeAlias = tuple[int, int]
+# A layer's capture targets as the kernels read them: (codes end to end, start of each)
+Bundle: TypeAlias = tuple[Codes, npt.NDArray[np.int64]]
 
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
 SWEEP = "sweep"
@@ -38,18 +46,21 @@ METHODS = (FRONTIER, SWEEP)
 FRONTIER_COST = 2
 
 
-def dep_bundle(variant: Variant, k1: int, k2: int, layer_codes: dict):
+def dep_bundle(variant: Variant, k1: int, k2: int, layer_codes: Mapping[Layer, Codes] | None) -> Bundle:
     """The capture targets of layer (k1, k2) end to end, as the kernels read them:
     (codes, start) where the layer reached by capturing 2 (j + 1) stones starts at
-    position start[j] (a multiple of 32, so each keeps its word layout)."""
+    position start[j] (a multiple of 32, so each keeps its word layout).
+    `layer_codes` may be None for a layer that has no capture target."""
     targets = capture_targets(variant, k1, k2)
     start = np.zeros(kernels.MAX_DEPS, np.int64)
+    if not targets:
+        return _NO_LAYER, start
+    if layer_codes is None:
+        raise TypeError(f"layer {k1}_{k2} has capture targets: its bundle needs their codes")
     words = 0
     for k2_child, k1_child in targets:
         start[(k1_child - k1) // 2 - 1] = 32 * words
         words += layer_codes[(k2_child, k1_child)].shape[0]
-    if not targets:
-        return _NO_LAYER, start
     return np.concatenate([layer_codes[t] for t in targets]), start
 
 
@@ -62,13 +73,13 @@ class Delta:
     """Decisions of one round for one layer: dense codes over [lo, hi), or sparse
     (sorted unique ranks with their codes)."""
 
-    layer: tuple
+    layer: Layer
     round: int
     lo: int = 0
     hi: int = 0
-    dense: np.ndarray | None = None
-    ranks: np.ndarray | None = None
-    values: np.ndarray | None = None
+    dense: Codes | None = None
+    ranks: npt.NDArray[np.int64] | None = None
+    values: npt.NDArray[np.uint8] | None = None
     wins: int = 0
     losses: int = 0
     evaluations: int = 0
@@ -77,20 +88,20 @@ class Delta:
     def decided(self) -> int:
         return self.wins + self.losses
 
-    def apply(self, codes: np.ndarray, offset: int = 0) -> int:
+    def apply(self, codes: Codes, offset: int = 0) -> int:
         """OR the decisions into codes, where position x sits at x - offset (a
         chunk-local array); returns how many positions they newly decide."""
         if self.dense is not None:
-            return int(kernels.merge_codes_at(codes, self.lo - offset, self.dense, self.hi - self.lo))
+            return int(code_arrays.merge_codes_at(codes, self.lo - offset, self.dense, self.hi - self.lo))
         if self.ranks is not None and len(self.ranks):
             ranks = self.ranks if offset == 0 else self.ranks - offset
-            return int(kernels.set_codes(codes, ranks, self.values))
+            return int(code_arrays.set_codes(codes, ranks, self.values))
         return 0
 
-    def stamp(self, dtz: np.ndarray, lo: int, value: int) -> None:
+    def stamp(self, dtz: npt.NDArray[np.unsignedinteger[Any]], lo: int, value: int) -> None:
         """dtz[x - lo] = value for every decision x that falls in dtz's range."""
         if self.dense is not None:
-            kernels.stamp_range(dtz, lo, self.dense, self.lo, self.hi - self.lo, value)
+            code_arrays.stamp_range(dtz, lo, self.dense, self.lo, self.hi - self.lo, value)
         elif self.ranks is not None and len(self.ranks):
             inside = self.ranks[(self.ranks >= lo) & (self.ranks < lo + dtz.shape[0])]
             dtz[inside - lo] = value
@@ -98,22 +109,23 @@ class Delta:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.dense, self.ranks, self.values) if a is not None)
 
-    def decisions(self):
-        """(ranks, codes) of every decision, sorted by rank."""
+    def decisions(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8] | None]:
+        """(ranks, codes) of every decision, sorted by rank (codes None only for a
+        sparse Delta made without its values)."""
         if self.dense is None:
             if self.ranks is None:
                 return np.zeros(0, np.int64), np.zeros(0, np.uint8)
             return self.ranks, self.values
         ranks = np.empty(self.decided, np.int64)
         values = np.empty(self.decided, np.uint8)
-        found = kernels.decided_in(self.dense, self.hi - self.lo, self.lo, ranks, values)
+        found = code_arrays.decided_in(self.dense, self.hi - self.lo, self.lo, ranks, values)
         return ranks[:found], values[:found]
 
-    def codes(self, size: int) -> np.ndarray:
+    def codes(self, size: int) -> Codes:
         """The decisions as codes over the whole layer of `size` positions."""
         if self.dense is not None and self.lo == 0 and self.hi == size:
             return self.dense
-        codes = kernels.new_codes(size)
+        codes = code_arrays.new_codes(size)
         self.apply(codes)
         return codes
 
@@ -154,24 +166,24 @@ class PairState:
         variant: Variant,
         a: int,
         b: int,
-        dep_codes: dict | None = None,
+        dep_codes: Mapping[Layer, Codes] | None = None,
         with_dtz: bool = False,
         *,
-        codes: dict | None = None,
-        found: dict | None = None,
-        bundles: dict | None = None,
-    ):
+        codes: dict[Layer, Codes] | None = None,
+        found: dict[Layer, Codes] | None = None,
+        bundles: dict[Layer, Bundle] | None = None,
+    ) -> None:
         self.variant = variant
         self.layers = pair_layers(a, b)
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
         self.codes = (
-            codes if codes is not None else {layer: kernels.new_codes(self.size) for layer in self.layers}
+            codes if codes is not None else {layer: code_arrays.new_codes(self.size) for layer in self.layers}
         )
         # One round array serves both layers: a frontier round decides one layer
         # (from its partner's sources), takes the decisions out, then the other.
         if found is None:
-            shared = kernels.new_codes(self.size)
+            shared = code_arrays.new_codes(self.size)
             found = dict.fromkeys(self.layers, shared)
         self.found = found
         self.deps = (
@@ -179,14 +191,16 @@ class PairState:
             if bundles is not None
             else {layer: dep_bundle(variant, *layer, dep_codes) for layer in self.layers}
         )
-        self.dtz = {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
+        self.dtz: dict[Layer, npt.NDArray[np.uint16]] | None = (
+            {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
+        )
         self.round = -1  # the last round whose decisions are applied
 
-    def sweep(self, layer: tuple, lo: int, hi: int, round_: int) -> Delta:
+    def sweep(self, layer: Layer, lo: int, hi: int, round_: int) -> Delta:
         """Evaluate every undecided position of layer in [lo, hi); the decisions come
         back chunk-local (a task holds its chunk only)."""
         v = self.variant
-        out = kernels.new_codes(hi - lo)
+        out = code_arrays.new_codes(hi - lo)
         own = self.codes[layer]
         wins, losses, undecided = kernels.call_specialized(
             kernels.sweep_range,
@@ -210,7 +224,9 @@ class PairState:
             layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses), evaluations=int(undecided)
         )
 
-    def frontier(self, source_layer: tuple, fresh: np.ndarray, fresh_lo: int, lo: int, hi: int) -> tuple:
+    def frontier(
+        self, source_layer: Layer, fresh: Codes, fresh_lo: int, lo: int, hi: int
+    ) -> tuple[int, int, int]:
         """Re-evaluate the predecessors (in the partner layer) of the positions of
         source_layer with rank in [lo, hi) decided last round (`fresh`: codes from
         position fresh_lo on holding just those decisions). The decisions gather in
@@ -218,7 +234,7 @@ class PairState:
         made by this call."""
         v = self.variant
         layer = partner(source_layer)
-        result = kernels.call_specialized(
+        wins, losses, evaluated = kernels.call_specialized(
             kernels.frontier_range,
             (
                 v.pits,
@@ -236,19 +252,19 @@ class PairState:
                 v.binom,
             ),
         )
-        return tuple(int(x) for x in result)
+        return int(wins), int(losses), int(evaluated)
 
-    def take(self, layer: tuple, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
+    def take(self, layer: Layer, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
         """The round's decisions of layer in [lo, hi), out of found[layer] (which
         `clear` empties there; else clear() does, once they are safe)."""
-        out = kernels.new_codes(hi - lo)
-        wins, losses = kernels.take_decisions(self.found[layer], lo, hi, out, clear)
+        out = code_arrays.new_codes(hi - lo)
+        wins, losses = code_arrays.take_decisions(self.found[layer], lo, hi, out, clear)
         return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses))
 
-    def clear(self, layer: tuple, lo: int, hi: int) -> None:
-        kernels.clear_range(self.found[layer], lo, hi)
+    def clear(self, layer: Layer, lo: int, hi: int) -> None:
+        code_arrays.clear_range(self.found[layer], lo, hi)
 
-    def apply(self, deltas) -> int:
+    def apply(self, deltas: Iterable[Delta]) -> int:
         """Apply decisions; returns how many positions they newly decide."""
         new = 0
         for delta in deltas:
@@ -259,18 +275,20 @@ class PairState:
                 delta.stamp(self.dtz[delta.layer], 0, delta.round + 1)
         return new
 
-    def distances(self, layer: tuple) -> np.ndarray:
+    def distances(self, layer: Layer) -> npt.NDArray[np.uint16]:
         """The layer's distance table: round + 1 for decided positions, 0 for draws
         and for positions with no move (they are decided in round 0 without a ply)."""
+        if self.dtz is None:
+            raise TypeError("distances are kept only by a PairState made with_dtz")
         dtz = self.dtz[layer]
         clear_no_move(self.variant, self.stones, dtz, 0)
         return dtz
 
     def undecided(self) -> int:
-        return sum(int(kernels.count_codes(c, self.size)[2]) for c in self.codes.values())
+        return sum(int(code_arrays.count_codes(c, self.size)[2]) for c in self.codes.values())
 
 
-def clear_no_move(variant: Variant, stones: int, dtz: np.ndarray, lo: int) -> None:
+def clear_no_move(variant: Variant, stones: int, dtz: npt.NDArray[np.unsignedinteger[Any]], lo: int) -> None:
     """Zero the distances of the positions with no move among dtz (which holds
     positions lo, lo + 1, ...): they are decided in round 0 without a ply."""
     v = variant
@@ -280,7 +298,9 @@ def clear_no_move(variant: Variant, stones: int, dtz: np.ndarray, lo: int) -> No
     dtz[ranks[(ranks >= 0) & (ranks < dtz.shape[0])]] = 0
 
 
-def distances_from(variant: Variant, stones: int, lo: int, hi: int, rounds, width: int = 2) -> np.ndarray:
+def distances_from(
+    variant: Variant, stones: int, lo: int, hi: int, rounds: Iterable[Iterable[Delta]], width: int = 2
+) -> npt.NDArray[np.unsignedinteger[Any]]:
     """Distances of positions [lo, hi) of a layer from its checkpoints: `rounds`
     yields, round by round from round 0, that round's Deltas of the layer that
     touch the range. A position decided in round r is r + 1 plies away; draws and
@@ -308,24 +328,24 @@ def choose_mode(method: str, round_: int, last_decided: int, undecided: int, pos
 
 @dataclass
 class PairResult:
-    codes: dict  # layer -> code array (UNKNOWN now means DRAW)
-    dtz: dict | None = None  # layer -> distances (with_dtz only)
+    codes: dict[Layer, Codes]  # layer -> code array (UNKNOWN now means DRAW)
+    dtz: dict[Layer, npt.NDArray[np.uint16]] | None = None  # layer -> distances (with_dtz only)
     rounds: int = 0
     evaluations: int = 0  # positions evaluated, over all rounds
     seconds: float = 0.0
-    modes: list = field(default_factory=list)
-    decided_per_round: list = field(default_factory=list)
+    modes: list[str] = field(default_factory=list)
+    decided_per_round: list[int] = field(default_factory=list)
 
 
 def solve_pair(
     variant: Variant,
     a: int,
     b: int,
-    dep_codes: dict | None,
+    dep_codes: Mapping[Layer, Codes] | None,
     method: str = FRONTIER,
-    on_round=None,
+    on_round: Callable[[int, list[Delta]], object] | None = None,
     with_dtz: bool = False,
-    bundles: dict | None = None,
+    bundles: dict[Layer, Bundle] | None = None,
 ) -> PairResult:
     """Solve a pair whole in memory. dep_codes maps every capture target of the
     pair's layers to its codes (or `bundles` gives them as the kernels read them).
@@ -333,7 +353,7 @@ def solve_pair(
     start = time.perf_counter()
     state = PairState(variant, a, b, dep_codes, with_dtz, bundles=bundles)
     result = PairResult(codes=state.codes)
-    last: list = []
+    last: list[Delta] = []
     undecided = state.size * len(state.layers)
     round_ = 0
     while True:

@@ -9,6 +9,8 @@ far less many in flight than one at a time).
 
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -23,7 +25,7 @@ def prefetch(typingctx, arr, index):
         return None
     sig = types.void(arr, types.intp)
 
-    def codegen(context, builder, sig, args):
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         ary, index = args
         array = context.make_array(sig.args[0])(context, builder, ary)
         ptr = cgutils.get_item_pointer(context, builder, sig.args[0], array, [index], wraparound=False)

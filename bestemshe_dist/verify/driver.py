@@ -12,16 +12,20 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from distributed import Client, Future
 from distributed.scheduler import KilledWorker
 
 from ..data.store import Store, find_tablebase, no_tablebase
 from ..errors import BestemsheError, StoreError, UsageError
+from ..game.dag import check_min_captured
 from ..game.geometry import capture_targets
 from ..game.variant import Variant
-from ..naming import layer_name, parse_layer_file, parse_layer_name, verify_files_key, verify_key
+from ..naming import counted, layer_name, parse_layer_file, parse_layer_name, verify_files_key, verify_key
 from .tasks import (
     DEFAULT_CHUNK_SIZE,
     MAX_FAULTS,
@@ -40,17 +44,17 @@ from .tasks import (
 @dataclass
 class LayerResult:
     spec: LayerSpec
-    faults: list = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
     fault_count: int = 0
     checked: int = 0
-    counts: dict = field(default_factory=lambda: {"win": 0, "draw": 0, "loss": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {"win": 0, "draw": 0, "loss": 0})
     max_dtz: int = 0
     seconds: float = 0.0
     chunks_left: int = 0
     positions_checked: bool = False  # its position check ran (all chunks)
     note: str = ""
 
-    def add_fault(self, item: dict) -> None:
+    def add_fault(self, item: dict[str, Any]) -> None:
         self.faults.append(item)
         self.fault_count += 1
 
@@ -58,7 +62,7 @@ class LayerResult:
     def passed(self) -> bool:
         return self.fault_count == 0 and self.positions_checked
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "layer": self.spec.name,
             "k1": self.spec.k1,
@@ -96,13 +100,17 @@ class LayerResult:
 class Discovered:
     store: Store
     variant: Variant
-    manifest: dict | None
-    present: dict  # layer -> manifest entry (None without one)
-    faults: list  # [(layer or None, fault)] about names and entries
+    manifest: dict[str, Any] | None
+    present: dict[tuple[int, int], dict[str, Any] | None]  # layer -> manifest entry (None without one)
+    faults: list[
+        tuple[tuple[int, int] | None, dict[str, Any]]
+    ]  # [(layer or None, fault)] about names and entries
 
 
 def discover_tablebase(
-    url: str, storage_options: dict | None = None, variant_args: tuple = (None, None)
+    url: str,
+    storage_options: dict[str, Any] | None = None,
+    variant_args: tuple[int | None, int | None] = (None, None),
 ) -> Discovered:
     """The layers at `url` (manifest entries and layer files) and the variant: the
     manifest's, or (stones, pits) from variant_args for a folder without one."""
@@ -110,7 +118,8 @@ def discover_tablebase(
     manifest = find_tablebase(store)
     stones, pits = variant_args
     if manifest is not None:
-        recorded = manifest.get("variant") or {}
+        # Any: whatever the manifest holds; a missing number is int(None), a TypeError
+        recorded: Any = manifest.get("variant") or {}
         try:
             variant = Variant(int(recorded.get("stones")), int(recorded.get("pits")))
         except (TypeError, ValueError, UsageError):
@@ -124,8 +133,8 @@ def discover_tablebase(
     else:
         variant = Variant(50 if stones is None else stones, 5 if pits is None else pits)
     on_disk = {parsed[:2] for parsed in map(parse_layer_file, store.list_names("layer_*.bin")) if parsed}
-    faults = []
-    entries = {}
+    faults: list[tuple[tuple[int, int] | None, dict[str, Any]]] = []
+    entries: dict[tuple[int, int], dict[str, Any]] = {}
     if manifest is not None:
         for key, entry in manifest["layers"].items():
             layer = parse_layer_name(key)
@@ -142,7 +151,7 @@ def discover_tablebase(
                 )
                 continue
             entries[layer] = entry if isinstance(entry, dict) else {}
-    layers = {}
+    layers: dict[tuple[int, int], dict[str, Any] | None] = {}
     for layer in sorted(set(entries) | on_disk):
         if layer[0] not in variant.kazans or layer[1] not in variant.kazans:
             faults.append(
@@ -184,6 +193,7 @@ def check_options(variant: Variant, min_captured: int, sample: int | None, chunk
         raise UsageError(
             f"--min-captured must be from 0 to {top} for the {variant.stones}-stone game, not {min_captured}."
         )
+    check_min_captured(min_captured)
 
 
 @dataclass
@@ -191,16 +201,19 @@ class _Run:
     """One verification: what it checks and what it has found so far."""
 
     job: VerifyJob
-    store: object
-    manifest: dict | None
+    store: Store
+    manifest: dict[str, Any] | None
     use_dtz: bool
-    specs: dict  # layer -> LayerSpec, every layer present
-    checked: list  # the layers whose positions are checked (k1 + k2 >= min_captured)
-    results: dict  # layer -> LayerResult, for the checked ones
-    deps_of: dict  # layer -> (partner, capture targets)
-    other_faults: list = field(default_factory=list)
-    missing: dict = field(default_factory=dict)  # layer -> what keeps its positions from being checked
-    lines: list = field(default_factory=list)
+    specs: dict[tuple[int, int], LayerSpec]  # every layer present
+    checked: list[tuple[int, int]]  # the layers whose positions are checked (k1 + k2 >= min_captured)
+    results: dict[tuple[int, int], LayerResult]  # for the checked ones
+    deps_of: dict[
+        tuple[int, int], tuple[tuple[int, int], list[tuple[int, int]]]
+    ]  # layer -> (partner, capture targets)
+    other_faults: list[dict[str, Any]] = field(default_factory=list)
+    # layer -> what keeps its positions from being checked
+    missing: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
     cpu_seconds: float = 0.0
 
     @property
@@ -210,7 +223,9 @@ class _Run:
         return self.job.run[:8]
 
 
-def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wdl_only: bool) -> _Run:
+def _prepare(
+    found: Discovered, url: str, storage_options: dict[str, Any] | None, min_captured: int, wdl_only: bool
+) -> _Run:
     """The run's layers, specs and results, with the faults found before any task:
     discovery's, manifest counts, missing distance tables and missing dependencies."""
     variant, manifest, present = found.variant, found.manifest, found.present
@@ -219,7 +234,7 @@ def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wd
         and manifest is not None
         and any(isinstance(e, dict) and e.get("dtz") for e in present.values())
     )
-    specs = {}
+    specs: dict[tuple[int, int], LayerSpec] = {}
     for layer, entry in present.items():
         width = ((entry or {}).get("dtz") or {}).get("bytes_per_position") if use_dtz else None
         specs[layer] = LayerSpec(
@@ -238,10 +253,10 @@ def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wd
         {layer: LayerResult(specs[layer]) for layer in checked},
         {layer: (layer[::-1], capture_targets(variant, *layer)) for layer in checked},
     )
-    for layer, item in found.faults:
-        if layer in run.results:
-            run.results[layer].add_fault(item)
-        elif layer is None:
+    for where, item in found.faults:
+        if where is not None and where in run.results:
+            run.results[where].add_fault(item)
+        elif where is None:
             run.other_faults.append(item)
     for layer in checked:
         spec, entry, result = specs[layer], specs[layer].entry, run.results[layer]
@@ -280,7 +295,7 @@ def _prepare(found: Discovered, url: str, storage_options, min_captured: int, wd
     return run
 
 
-def _check_files(client, run: _Run, sample: bool, futures: list) -> None:
+def _check_files(client: Client, run: _Run, sample: bool, futures: list[Future[Any]]) -> None:
     """Every checked layer's files (captures only reach larger k1 + k2, so every
     layer a checked one needs is checked too); a layer whose own or needed files
     cannot be read gets no position check."""
@@ -325,9 +340,11 @@ def _check_files(client, run: _Run, sample: bool, futures: list) -> None:
             run.results[layer].note = "positions not checked"
 
 
-def _submit_positions(client, run: _Run, sample: int | None, seed: int | None, chunk_size: int) -> list:
+def _submit_positions(
+    client: Client, run: _Run, sample: int | None, seed: int | None, chunk_size: int
+) -> list[Future[dict[str, Any]]]:
     """The position checks: every rank in chunks, or `sample` random ranks a layer."""
-    submitted_all = []
+    submitted_all: list[Future[dict[str, Any]]] = []
     for layer in sorted(run.checked, key=lambda l: (-sum(l), l)):
         if layer in run.missing:
             continue
@@ -354,6 +371,7 @@ def _submit_positions(client, run: _Run, sample: int | None, seed: int | None, c
                 for c, (lo, hi) in enumerate(pieces)
             ]
         else:
+            assert seed is not None  # verify() draws one for a sample
             rng = np.random.default_rng([seed, *layer])
             count = min(sample, spec.positions)
             ranks = (
@@ -380,7 +398,9 @@ def _submit_positions(client, run: _Run, sample: int | None, seed: int | None, c
     return submitted_all
 
 
-def _gather_positions(run: _Run, chunk_futures: list, log) -> None:
+def _gather_positions(
+    run: _Run, chunk_futures: list[Future[dict[str, Any]]], log: Callable[[str], object]
+) -> None:
     """Each chunk's counts and faults into its layer's result, a line per layer as it ends."""
     from distributed import as_completed
 
@@ -407,19 +427,19 @@ def _gather_positions(run: _Run, chunk_futures: list, log) -> None:
 
 
 def verify(
-    client,
+    client: Client,
     url: str,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
     *,
     min_captured: int = 0,
     sample: int | None = None,
     seed: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     wdl_only: bool = False,
-    variant_args: tuple = (None, None),
+    variant_args: tuple[int | None, int | None] = (None, None),
     discovered: Discovered | None = None,
-    log=lambda line: None,
-) -> dict:
+    log: Callable[[str], object] = lambda line: None,
+) -> dict[str, Any]:
     """Check the tablebase at `url`; `log` gets a line per layer as it finishes.
     Returns the report (report["passed"] says whether everything passed)."""
     started = time.perf_counter()
@@ -429,7 +449,7 @@ def verify(
         seed = new_seed()
     run = _prepare(found, url, storage_options, min_captured, wdl_only)
     compile_times = client.run(warm_up, found.variant.pits)
-    futures = []
+    futures: list[Future[Any]] = []
     try:
         _check_files(client, run, sample is not None, futures)
         chunk_futures = _submit_positions(client, run, sample, seed, chunk_size)
@@ -453,14 +473,21 @@ def verify(
 
 
 def _report(
-    client, run: _Run, found: Discovered, seconds: float, compile_times: dict, sample, seed, min_captured: int
-) -> dict:
+    client: Client,
+    run: _Run,
+    found: Discovered,
+    seconds: float,
+    compile_times: dict[str, float],
+    sample: int | None,
+    seed: int | None,
+    min_captured: int,
+) -> dict[str, Any]:
     threads = sum(client.nthreads().values()) or 1
     layers = [run.results[layer] for layer in sorted(run.checked, key=lambda l: (-sum(l), l))]
     positions = sum(r.checked for r in layers)
     failures = sum(r.fault_count for r in layers) + len(run.other_faults)
     passed = failures == 0 and all(r.passed for r in layers)
-    report = {
+    report: dict[str, Any] = {
         "url": run.store.shown,
         "variant": found.variant.as_dict(),
         "mode": "sample" if sample else "full",
@@ -488,10 +515,10 @@ def _report(
     return report
 
 
-def summary_line(report: dict) -> str:
+def summary_line(report: dict[str, Any]) -> str:
     failed = [l for l in report["layers"] if not l["passed"]]
     head = (
-        f"verified {report['layers_checked']} layers, {report['positions_checked']:,} positions in "
+        f"verified {counted(report['layers_checked'], 'layer')}, {report['positions_checked']:,} positions in "
         f"{report['seconds']:.1f}s on {report['threads']} thread{'s' if report['threads'] != 1 else ''} "
         f"({report['positions_per_core_second']:,} "
         f"positions per core-second: {report['cpu_seconds']:.1f} CPU seconds in the verify tasks): "
@@ -518,7 +545,7 @@ def summary_line(report: dict) -> str:
     )
 
 
-def failure_lines(report: dict, per_layer: int = MAX_FAULTS) -> list:
+def failure_lines(report: dict[str, Any], per_layer: int = MAX_FAULTS) -> list[str]:
     """The failures, each naming its layer (and rank, position, stored and expected
     values where it is a position), at most per_layer of each layer."""
     out = [f"  {item['message']}" for item in report["other_faults"]]

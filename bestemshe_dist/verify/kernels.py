@@ -32,7 +32,7 @@ import numpy as np
 from numba import literally, njit
 
 from ..game.rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
-from ..solve.kernels import LOSS, WIN, get_code
+from ..solve.code_arrays import LOSS, WIN, get_code
 
 DRAW = 0
 # moves_of marks a move that wins at once with this capture count.

@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..data import format as fmt
 from ..data.blocks import LayerReader
@@ -35,13 +37,13 @@ from ..errors import FormatError, StoreError
 from ..game.rules import unrank
 from ..game.variant import Variant
 from ..naming import layer_file, layer_name, sums_file
-from ..solve import kernels
+from ..solve import code_arrays, kernels
 from .kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
 
 DEFAULT_CHUNK_SIZE = 1 << 23  # positions per chunk task
 MAX_FAULTS = 20  # faults a chunk task (or a file check) reports in full
 SAMPLE_CHUNK = 4096  # sampled positions per task
-VALUE_NAMES = {kernels.WIN: "win", kernels.LOSS: "loss", 0: "draw"}
+VALUE_NAMES = {code_arrays.WIN: "win", code_arrays.LOSS: "loss", 0: "draw"}
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,11 @@ class LayerSpec:
     k1: int
     k2: int
     positions: int
-    entry: dict | None = field(compare=False)  # its manifest entry (None: none, or not in it)
+    entry: dict[str, Any] | None = field(compare=False)  # its manifest entry (None: none, or not in it)
     dtz_width: int | None  # bytes per distance, None when not checked
 
     @property
-    def layer(self) -> tuple:
+    def layer(self) -> tuple[int, int]:
         return (self.k1, self.k2)
 
     @property
@@ -68,7 +70,7 @@ class LayerSpec:
         return layer_name(self.k1, self.k2)
 
 
-def fault(layer, kind: str, message: str, **extra) -> dict:
+def fault(layer: tuple[int, int], kind: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"layer": layer_name(*layer), "kind": kind, "message": message, **extra}
 
 
@@ -87,7 +89,7 @@ def _reader(job: VerifyJob) -> LayerReader:
     """This run's reader on this worker: checksums and headers read once, blocks
     (for --sample) in an LRU of a quarter of the worker's budget."""
 
-    def load():
+    def load() -> tuple[LayerReader, int]:
         store = job.store()
         return LayerReader(store, store.read_manifest(), worker_memory_budget() // 4, listed_only=False), 0
 
@@ -98,7 +100,7 @@ def warm_up(pits: int) -> float:
     """Compile (or load from numba's cache) the check kernel for this board size."""
     start = time.perf_counter()
     variant = Variant(4, pits)
-    codes = kernels.new_codes(variant.layer_size(0, 0))
+    codes = code_arrays.new_codes(variant.layer_size(0, 0))
     for dtype in (np.uint8, np.uint16):
         dtz = np.zeros(variant.layer_size(0, 0), dtype)
         kernels.call_specialized(
@@ -123,7 +125,7 @@ def warm_up(pits: int) -> float:
             ),
         )
     win = np.zeros(fmt.BLOCK_BYTES // 1024, np.uint8)
-    kernels.count_codes(codes_from_bitsets(win, win, 8 * win.shape[0], 0, 0), 8 * win.shape[0])
+    code_arrays.count_codes(codes_from_bitsets(win, win, 8 * win.shape[0], 0, 0), 8 * win.shape[0])
     board = np.zeros(2 * pits, np.int64)
     unrank(1, 4, variant.binom, board)
     moves = np.zeros(pits, np.int64)
@@ -134,24 +136,29 @@ def warm_up(pits: int) -> float:
 
 @dataclass
 class LoadedLayer:
-    codes: np.ndarray | None  # None: the files could not be decoded
-    dtz: np.ndarray | None
-    faults: list
+    codes: NDArray[np.uint64] | None  # None: the files could not be decoded
+    dtz: NDArray[Any] | None  # 1 or 2 bytes a position
+    faults: list[dict[str, Any]]
     fault_count: int
-    counts: dict | None
+    counts: dict[str, int] | None
     max_dtz: int | None
     seconds: float
 
 
-def _kinds(spec: LayerSpec) -> list:
+def _kinds(spec: LayerSpec) -> list[str]:
     return ["win", "draw"] + (["dtz"] if spec.dtz_width else [])
 
 
 def _bits(spec: LayerSpec, kind: str) -> int:
-    return 8 * spec.dtz_width * spec.positions if kind == "dtz" else spec.positions
+    if kind == "dtz":
+        assert spec.dtz_width is not None  # a layer's distances are read only given their width
+        return 8 * spec.dtz_width * spec.positions
+    return spec.positions
 
 
-def _check_entry_file(spec: LayerSpec, kind: str, name: str, size: int, data: bytes | None, faults: list):
+def _check_entry_file(
+    spec: LayerSpec, kind: str, name: str, size: int, data: bytes | None, faults: list[dict[str, Any]]
+) -> None:
     """Size (and, given the bytes, sha256) of a file against the manifest."""
     entry = spec.entry
     if entry is None:
@@ -183,8 +190,8 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
     """A layer's files read, checked against the manifest and decoded."""
     start = time.perf_counter()
     store = job.store()
-    faults: list = []
-    raw = {}
+    faults: list[dict[str, Any]] = []
+    raw: dict[str, NDArray[np.uint8]] = {}
     sums = _sidecar(job, spec, faults)
     for kind in _kinds(spec):
         name = layer_file(spec.k1, spec.k2, kind)
@@ -219,7 +226,7 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
             extra = total - min(total, MAX_FAULTS)
         else:
             codes = codes_from_bitsets(raw["win"], raw["draw"], spec.positions, spec.k1, spec.k2)
-            wins, losses, draws = (int(c) for c in kernels.count_codes(codes, spec.positions))
+            wins, losses, draws = (int(c) for c in code_arrays.count_codes(codes, spec.positions))
             counts = {"win": wins, "draw": draws, "loss": losses}
             recorded = (spec.entry or {}).get("counts")
             if spec.entry is not None and recorded != counts:
@@ -250,7 +257,7 @@ def store_name(store: Store, name: str) -> str:
     return f"{store.shown}/{name}"
 
 
-def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
+def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list[dict[str, Any]]) -> LayerSums | None:
     """The layer's checksums (None without them), checked against the manifest's
     record of them; a missing or damaged sidecar the manifest records is a fault."""
     store = job.store()
@@ -285,7 +292,7 @@ def _sidecar(job: VerifyJob, spec: LayerSpec, faults: list):
         return None
 
 
-def _counts(recorded) -> str:
+def _counts(recorded: object) -> str:
     if not isinstance(recorded, dict):
         return "nothing"
     return " ".join(
@@ -294,20 +301,20 @@ def _counts(recorded) -> str:
     )
 
 
-def _codes(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
+def _codes(job: VerifyJob, spec: LayerSpec) -> NDArray[np.uint64]:
     """A layer's 2-bit codes (its files were checked by its verify-files task)."""
 
-    def load():
+    def load() -> tuple[NDArray[np.uint64], int]:
         codes = _reader(job).codes(spec.k1, spec.k2, spec.positions)
         return codes, codes.nbytes
 
     return CACHE.get(("codes", job.run, spec.layer), load)
 
 
-def _distances(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
+def _distances(job: VerifyJob, spec: LayerSpec) -> NDArray[Any]:
     """A layer's distance table, as stored (1 or 2 bytes a position)."""
 
-    def load():
+    def load() -> tuple[NDArray[Any], int]:
         raw = _reader(job).table(spec.k1, spec.k2, "dtz", _bits(spec, "dtz"))
         dtz = raw.view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
         return dtz, dtz.nbytes
@@ -315,13 +322,13 @@ def _distances(job: VerifyJob, spec: LayerSpec) -> np.ndarray:
     return CACHE.get(("dtz", job.run, spec.layer), load)
 
 
-def position_of(variant: Variant, spec: LayerSpec, rank: int) -> list:
+def position_of(variant: Variant, spec: LayerSpec, rank: int) -> list[int]:
     board = np.empty(variant.board, np.int64)
     unrank(rank, variant.board_stones(spec.k1, spec.k2), variant.binom, board)
     return [int(b) for b in board]
 
 
-def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> dict:
+def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> dict[str, Any]:
     """The file-level checks of one layer (in full mode the decoded layer stays in
     this worker's cache for the chunk tasks)."""
     cpu = time.thread_time()
@@ -355,12 +362,15 @@ def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> 
     }
 
 
-def _bundle(job: VerifyJob, spec: LayerSpec, deps: tuple):
+def _bundle(
+    job: VerifyJob, spec: LayerSpec, deps: tuple[LayerSpec, ...]
+) -> tuple[NDArray[np.uint64], NDArray[np.int64]]:
     """The capture targets' codes end to end, as check_range reads them."""
 
-    def load():
+    def load() -> tuple[tuple[NDArray[np.uint64], NDArray[np.int64]], int]:
         start = np.full(job.variant.win_kazan // 2 + 1, -1, np.int64)
-        parts, words = [], 0
+        parts: list[NDArray[np.uint64]] = []
+        words = 0
         for dep in deps:
             codes = _codes(job, dep)
             start[(dep.k2 - spec.k1) // 2 - 1] = 32 * words
@@ -376,8 +386,14 @@ _NO_DTZ = np.zeros(1, np.uint8)
 
 
 def verify_chunk_task(
-    job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int, lo: int, hi: int
-) -> dict:
+    job: VerifyJob,
+    spec: LayerSpec,
+    partner: LayerSpec,
+    deps: tuple[LayerSpec, ...],
+    chunk: int,
+    lo: int,
+    hi: int,
+) -> dict[str, Any]:
     """Check positions [lo, hi) of one layer against their children."""
     start, cpu = time.perf_counter(), time.thread_time()
     v = job.variant
@@ -411,7 +427,16 @@ def verify_chunk_task(
         ),
     )
     found = [
-        position_fault(v, spec, int(fault_rank[i]), *(int(x) for x in faults[i]), use_dtz)
+        position_fault(
+            v,
+            spec,
+            int(fault_rank[i]),
+            int(faults[i, 0]),
+            int(faults[i, 1]),
+            int(faults[i, 2]),
+            int(faults[i, 3]),
+            use_dtz,
+        )
         for i in range(recorded)
     ]
     return {
@@ -438,9 +463,9 @@ def position_fault(
     dtz: int,
     want_dtz: int,
     use_dtz: bool,
-) -> dict:
-    stored = {"value": VALUE_NAMES[value]}
-    expected = {"value": VALUE_NAMES[want]}
+) -> dict[str, Any]:
+    stored: dict[str, Any] = {"value": VALUE_NAMES[value]}
+    expected: dict[str, Any] = {"value": VALUE_NAMES[want]}
     if use_dtz:
         stored["dtz"], expected["dtz"] = dtz, want_dtz
     kind = "value" if value != want else "dtz"
@@ -452,19 +477,19 @@ def position_fault(
     return fault(spec.layer, kind, message, rank=rank, position=board, stored=stored, expected=expected)
 
 
-def show_board(board: list, pits: int) -> str:
+def show_board(board: list[int], pits: int) -> str:
     return "[" + " ".join(map(str, board[:pits])) + " | " + " ".join(map(str, board[pits:])) + "]"
 
 
-def _show(value: dict) -> str:
+def _show(value: dict[str, Any]) -> str:
     return value["value"].upper() + (f" dtz {value['dtz']}" if "dtz" in value else "")
 
 
 # -- sampled positions: only the blocks they need ----------------------------------------
-def _check_headers(job: VerifyJob, spec: LayerSpec):
+def _check_headers(job: VerifyJob, spec: LayerSpec) -> tuple[list[dict[str, Any]], bool, float]:
     """--sample's file checks: each header (against its checksums) and size."""
     start = time.perf_counter()
-    faults = []
+    faults: list[dict[str, Any]] = []
     usable = True
     reader = _reader(job)
     for kind in _kinds(spec):
@@ -482,26 +507,34 @@ def _check_headers(job: VerifyJob, spec: LayerSpec):
     return faults, usable, time.perf_counter() - start
 
 
-def _stored(job: VerifyJob, spec: LayerSpec, rank: int, with_dtz: bool):
+def _stored(job: VerifyJob, spec: LayerSpec, rank: int, with_dtz: bool) -> tuple[int, int]:
     """(code, distance) of one position read from its blocks; _Both if both bits."""
     reader = _reader(job)
     win = reader.bit(spec.k1, spec.k2, "win", spec.positions, rank)
     draw = reader.bit(spec.k1, spec.k2, "draw", spec.positions, rank)
     if win and draw:
         raise _Both(spec, rank)
-    code = kernels.WIN if win else (0 if draw else kernels.LOSS)
-    dtz = reader.distance(spec.k1, spec.k2, spec.dtz_width, spec.positions, rank) if with_dtz else 0
+    code = code_arrays.WIN if win else (0 if draw else code_arrays.LOSS)
+    dtz = 0
+    if with_dtz:
+        assert spec.dtz_width is not None  # distances are asked for only where both layers have them
+        dtz = reader.distance(spec.k1, spec.k2, spec.dtz_width, spec.positions, rank)
     return code, dtz
 
 
 class _Both(Exception):
-    def __init__(self, spec, rank):
+    def __init__(self, spec: LayerSpec, rank: int) -> None:
         self.spec, self.rank = spec, rank
 
 
 def verify_sample_task(
-    job: VerifyJob, spec: LayerSpec, partner: LayerSpec, deps: tuple, chunk: int, ranks: np.ndarray
-) -> dict:
+    job: VerifyJob,
+    spec: LayerSpec,
+    partner: LayerSpec,
+    deps: tuple[LayerSpec, ...],
+    chunk: int,
+    ranks: NDArray[np.int64],
+) -> dict[str, Any]:
     """Check the given positions of one layer, reading only the blocks they touch."""
     start, cpu = time.perf_counter(), time.thread_time()
     v = job.variant
@@ -514,7 +547,8 @@ def verify_sample_task(
     child_value = np.empty(v.pits, np.int64)
     child_dtz = np.empty(v.pits, np.int64)
     counts = {"win": 0, "draw": 0, "loss": 0}
-    found, value_faults, dtz_faults, max_dtz = [], 0, 0, 0
+    found: list[dict[str, Any]] = []
+    value_faults, dtz_faults, max_dtz = 0, 0, 0
     for x in (int(r) for r in ranks):
         try:
             unrank(x, stones, v.binom, board)
@@ -522,7 +556,7 @@ def verify_sample_task(
             for i in range(count):
                 c = int(captured[i])
                 if c == WINS_AT_ONCE:
-                    child_value[i], child_dtz[i] = kernels.LOSS, 0
+                    child_value[i], child_dtz[i] = code_arrays.LOSS, 0
                 elif c == 0:
                     child_value[i], child_dtz[i] = _stored(job, partner, int(child[i]), use_dtz)
                 else:

@@ -38,6 +38,8 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -53,40 +55,40 @@ REFRESH_MS = 500
 SHOWN_ROUNDS = 10  # the last rounds of a pair in progress shown on the page
 
 
-def _pair_layers(a: int, b: int) -> list:
+def _pair_layers(a: int, b: int) -> list[str]:
     return [layer_name(a, b)] if a == b else [layer_name(a, b), layer_name(b, a)]
 
 
 class SolveState:
     """What the page shows, built from the driver's events and task transitions."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
         self.solve = "idle"  # idle | running | finished | failed
-        self.reason = None
-        self.started = None
-        self.ended = None
-        self.variant = None
-        self.min_captured = None
-        self.kazans: list = []
-        self.pairs: dict = {}  # pair key -> {"layers", "layer_size", "chunks"}
-        self.layers: dict = {}  # layer name -> {"k1", "k2", "positions", "pair"}
-        self.done: dict = {}  # layer name -> summary (counts, seconds, rounds)
-        self.failed: set = set()
-        self.active: dict = {}  # layer name -> keys processing now
-        self.started_pairs: set = set()
-        self.rounds: dict = {}  # pair key -> [round reports]
-        self.chunks_done: dict = {}  # (pair key, round) -> chunk tasks finished
+        self.reason: str | None = None
+        self.started: float | None = None
+        self.ended: float | None = None
+        self.variant: dict[str, int] | None = None
+        self.min_captured: int | None = None
+        self.kazans: list[int] = []
+        self.pairs: dict[str, dict[str, Any]] = {}  # pair key -> {"layers", "layer_size", "chunks"}
+        self.layers: dict[str, dict[str, Any]] = {}  # layer name -> {"k1", "k2", "positions", "pair"}
+        self.done: dict[str, dict[str, Any]] = {}  # layer name -> summary (counts, seconds, rounds)
+        self.failed: set[str] = set()
+        self.active: dict[str, set[str]] = {}  # layer name -> keys processing now
+        self.started_pairs: set[str] = set()
+        self.rounds: dict[str, list[dict[str, Any]]] = {}  # pair key -> [round reports]
+        self.chunks_done: dict[tuple[str, int], int] = {}  # (pair key, round) -> chunk tasks finished
         # (pair key, round) -> its chunk tasks ("c" or "c.piece"): a frontier round
         # runs only the chunks that hold sources, split by their sources, so "done
         # of how many" is counted from the keys
-        self.chunk_tasks: dict = {}
+        self.chunk_tasks: dict[tuple[str, int], set[str | None]] = {}
         self.rounds_total = 0
 
     # -- the driver's events --------------------------------------------------------
-    def event(self, msg) -> None:
+    def event(self, msg: object) -> None:
         if not isinstance(msg, dict):
             return
         kind = msg.get("event")
@@ -126,7 +128,7 @@ class SolveState:
             self.solve, self.ended, self.reason = "failed", time.time(), msg.get("reason")
 
     # -- task transitions -------------------------------------------------------------
-    def transition(self, key, start: str, finish: str) -> None:
+    def transition(self, key: object, start: str, finish: str) -> None:
         if not isinstance(key, str):
             return
         task = parse_task_key(key)
@@ -144,6 +146,7 @@ class SolveState:
             if finish == "processing" and task.round is not None:
                 self.started_pairs.add(pair)
         else:
+            assert task.layer is not None  # a key without a pair is a layer's task
             names = [layer_name(*task.layer)]
         for name in names:
             if finish == "processing":
@@ -183,12 +186,12 @@ class SolveState:
             in_rounds += max(info["layer_size"] * len(info["layers"]) - rounds[-1]["undecided"], 0)
         return published + in_rounds
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         names = set(self.layers) | set(self.done) | set(self.active) | self.failed
-        layers = []
+        layers: list[dict[str, Any]] = []
         for name in sorted(names, key=lambda n: tuple(map(int, n.split("_")))):
             k1, k2 = map(int, name.split("_"))
-            row = {
+            row: dict[str, Any] = {
                 "layer": name,
                 "k1": k1,
                 "k2": k2,
@@ -207,7 +210,7 @@ class SolveState:
         counts = dict.fromkeys(STATES, 0)
         for row in layers:
             counts[row["state"]] += 1
-        in_progress = []
+        in_progress: list[dict[str, Any]] = []
         for pair, info in self.pairs.items():
             if all(n in self.done for n in info["layers"]):
                 continue
@@ -263,11 +266,11 @@ _STYLE = """
 """
 
 
-def _pct(part, whole) -> str:
+def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.0f}%" if whole else "-"
 
 
-def render(snap: dict) -> str:
+def render(snap: dict[str, Any]) -> str:
     """The page's HTML from a snapshot (pure: easy to test)."""
     out = [_STYLE, '<div class="bst">']
     v = snap.get("variant")
@@ -352,10 +355,10 @@ def render(snap: dict) -> str:
 
 # -- Prometheus -------------------------------------------------------------------------
 class _Collector:
-    def __init__(self, state: SolveState):
+    def __init__(self, state: SolveState) -> None:
         self.state = state
 
-    def collect(self):
+    def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.state.snapshot()
@@ -386,20 +389,20 @@ class BestemsheDashboard(SchedulerPlugin):
     name = PLUGIN_NAME
     idempotent = True  # a plugin already there (a preload, an earlier solve) is kept
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.state = SolveState()
-        self._scheduler = None
-        self._bokeh = None
-        self._collector = None
+        self._scheduler: Any = None
+        self._bokeh: Any = None
+        self._collector: _Collector | None = None
 
-    def __getstate__(self):  # sent to the scheduler fresh: no state, no server objects
+    def __getstate__(self) -> dict[str, bool]:  # sent to the scheduler fresh: no state, no server objects
         return {"fresh": True}  # (a falsy state would skip __setstate__)
 
-    def __setstate__(self, _):
-        self.__init__()
+    def __setstate__(self, _: object) -> None:
+        type(self).__init__(self)
 
     # -- scheduler hooks ----------------------------------------------------------------
-    async def start(self, scheduler) -> None:
+    async def start(self, scheduler: Any) -> None:
         self._scheduler = scheduler
         app = getattr(scheduler, "http_application", None)
         if app is not None:
@@ -424,15 +427,15 @@ class BestemsheDashboard(SchedulerPlugin):
                 pass
             self._bokeh = None
 
-    def transition(self, key, start, finish, *args, **kwargs) -> None:
+    def transition(self, key: object, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
         self.state.transition(key, start, finish)
 
-    def log_event(self, topic, msg) -> None:
+    def log_event(self, topic: object, msg: object) -> None:
         if topic == TOPIC or (isinstance(topic, (list, tuple)) and TOPIC in topic):
             self.state.event(msg)
 
     # -- the parts ----------------------------------------------------------------------
-    def _add_page(self, scheduler, app) -> None:
+    def _add_page(self, scheduler: Any, app: Any) -> None:
         server = getattr(scheduler, "http_server", None)
         if server is None or not hasattr(app, "add_application"):
             return
@@ -448,7 +451,7 @@ class BestemsheDashboard(SchedulerPlugin):
             variables["pages"].append(PAGE)  # the navbar link on every dashboard page
         state = self.state
 
-        def page(scheduler, extra, doc):
+        def page(scheduler: Any, extra: dict[str, Any], doc: Any) -> None:
             make_document(state, extra, doc)
 
         bokeh = BokehApplication({f"/{PAGE}": page}, scheduler, template_variables=variables)
@@ -471,14 +474,14 @@ class BestemsheDashboard(SchedulerPlugin):
         self._collector = collector
 
 
-def make_document(state: SolveState, extra: dict, doc) -> None:
+def make_document(state: SolveState, extra: dict[str, Any], doc: Any) -> None:
     """The Bokeh document of the page: one Div, refreshed while the page is open."""
     from bokeh.models import Div
     from distributed.dashboard.components.scheduler import BOKEH_THEME, env
 
     div = Div(text=render(state.snapshot()), name="bestemshe-grid", sizing_mode="stretch_width")
 
-    def refresh():
+    def refresh() -> None:
         text = render(state.snapshot())
         if text != div.text:
             div.text = text
@@ -491,22 +494,26 @@ def make_document(state: SolveState, extra: dict, doc) -> None:
     doc.theme = BOKEH_THEME
 
 
+# The handler of /bestemshe/state.json; None without tornado.
+StateHandler: type[Any] | None
 try:
     from tornado import web
 
-    class StateHandler(web.RequestHandler):
-        def initialize(self, plugin):
+    class _StateHandler(web.RequestHandler):
+        def initialize(self, plugin: BestemsheDashboard) -> None:
             self.plugin = plugin
 
-        def get(self):
+        def get(self) -> None:
             self.set_header("Content-Type", "application/json")
             self.set_header("Cache-Control", "no-store")
             self.write(json.dumps(self.plugin.state.snapshot()))
+
+    StateHandler = _StateHandler
 except ImportError:  # pragma: no cover - tornado comes with distributed
     StateHandler = None
 
 
-def register(client) -> str | None:
+def register(client: Any) -> str | None:
     """Add the plugin to the client's scheduler (kept if already there). Returns None,
     or one sentence saying why the page is unavailable."""
     try:
@@ -517,7 +524,7 @@ def register(client) -> str | None:
     return None
 
 
-def page_link(client, host: str | None = None) -> str | None:
+def page_link(client: Any, host: str | None = None) -> str | None:
     """The page's URL on the client's scheduler dashboard, or None without one. `host`
     replaces the link's host (a local cluster's dashboard bound to loopback is
     linked with the machine's name by Dask)."""
@@ -533,6 +540,6 @@ def page_link(client, host: str | None = None) -> str | None:
     return f"{base}/{PAGE}"
 
 
-async def dask_setup(scheduler) -> None:
+async def dask_setup(scheduler: Any) -> None:
     """`dask scheduler --preload bestemshe_dist.watch.dashboard`: the page from the start."""
     scheduler.add_plugin(BestemsheDashboard(), name=PLUGIN_NAME)

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 LIBRARIES = (
     "distributed",
@@ -48,7 +49,7 @@ def default_log_path(command: str) -> Path:
     return folder / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
 
-def _to_terminal(handler) -> bool:
+def _to_terminal(handler: logging.Handler) -> bool:
     return type(handler) is logging.StreamHandler and getattr(handler, "stream", None) in (
         sys.stderr,
         sys.stdout,
@@ -87,7 +88,7 @@ def route_library_logs(command: str) -> Path:
     return path
 
 
-def dask_setup(worker) -> None:
+def dask_setup(worker: Any) -> None:
     """Preload of the local cluster's worker processes (cluster/local.py)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -21,16 +21,34 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..naming import layer_name
 
+if TYPE_CHECKING:
+    from ..game.dag import Plan
+
 TOPIC = "bestemshe"
+
+
+class Summary(Protocol):
+    """What listeners read of a finished solve's summary (driver.SolveSummary,
+    which watch/ may not import)."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def positions(self) -> int: ...
 
 
 class Progress:
     """A listener that ignores everything; subclasses override what they need."""
 
-    def started(self, plan, published: dict, chunks: dict) -> None:
+    def started(
+        self, plan: Plan, published: dict[tuple[int, int], dict[str, Any]], chunks: dict[str, int]
+    ) -> None:
         """plan: the Plan; published: {layer: manifest entry} kept from earlier runs;
         chunks: {pair key: chunk tasks per round} for the pairs solved in rounds."""
 
@@ -40,10 +58,10 @@ class Progress:
         """A round of a large pair is checkpointed: `decided` positions newly decided,
         about `undecided` left in the pair."""
 
-    def layer_done(self, entry: dict) -> None:
+    def layer_done(self, entry: dict[str, Any]) -> None:
         """A layer is published; entry is its manifest entry."""
 
-    def finished(self, summary) -> None:
+    def finished(self, summary: Summary) -> None:
         """The solve ended well (summary: driver.SolveSummary)."""
 
     def failed(self, reason: str) -> None:
@@ -53,30 +71,30 @@ class Progress:
 class Tee(Progress):
     """Every event to each of several listeners, in order."""
 
-    def __init__(self, *listeners):
+    def __init__(self, *listeners: Progress | None) -> None:
         self.listeners = [l for l in listeners if l is not None]
 
-    def _each(self, event: str, args) -> None:
+    def _each(self, event: str, args: tuple[Any, ...]) -> None:
         for listener in self.listeners:
             getattr(listener, event)(*args)
 
-    def started(self, *args):
+    def started(self, *args: Any) -> None:
         self._each("started", args)
 
-    def round_done(self, *args):
+    def round_done(self, *args: Any) -> None:
         self._each("round_done", args)
 
-    def layer_done(self, *args):
+    def layer_done(self, *args: Any) -> None:
         self._each("layer_done", args)
 
-    def finished(self, *args):
+    def finished(self, *args: Any) -> None:
         self._each("finished", args)
 
-    def failed(self, *args):
+    def failed(self, *args: Any) -> None:
         self._each("failed", args)
 
 
-def entry_summary(entry: dict) -> dict:
+def entry_summary(entry: dict[str, Any]) -> dict[str, Any]:
     """The part of a manifest entry the dashboard shows."""
     return {
         "layer": layer_name(entry["k1"], entry["k2"]),
@@ -89,7 +107,9 @@ def entry_summary(entry: dict) -> dict:
     }
 
 
-def plan_message(plan, published: dict, chunks: dict) -> dict:
+def plan_message(
+    plan: Plan, published: dict[tuple[int, int], dict[str, Any]], chunks: dict[str, int]
+) -> dict[str, Any]:
     """The `start` event: everything the dashboard needs to draw the grid."""
     return {
         "event": "start",
@@ -114,19 +134,23 @@ class SchedulerEvents(Progress):
     """Forwards the reports to the scheduler's event log (topic `bestemshe`). A
     failure to send never stops the solve: the dashboard is a convenience."""
 
-    def __init__(self, client):
+    def __init__(self, client: Any) -> None:
         self.client = client
 
-    def _send(self, msg: dict) -> None:
+    def _send(self, msg: dict[str, Any]) -> None:
         try:
             self.client.log_event(TOPIC, msg)
         except Exception:  # a closing client, a lost scheduler: the solve reports it
             pass
 
-    def started(self, plan, published, chunks):
+    def started(
+        self, plan: Plan, published: dict[tuple[int, int], dict[str, Any]], chunks: dict[str, int]
+    ) -> None:
         self._send(plan_message(plan, published, chunks))
 
-    def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
+    def round_done(
+        self, pair_key: str, round_: int, mode: str, decided: int, undecided: int, seconds: float
+    ) -> None:
         self._send(
             {
                 "event": "round",
@@ -139,13 +163,13 @@ class SchedulerEvents(Progress):
             }
         )
 
-    def layer_done(self, entry):
+    def layer_done(self, entry: dict[str, Any]) -> None:
         self._send({"event": "layer", **entry_summary(entry)})
 
-    def finished(self, summary):
+    def finished(self, summary: Summary) -> None:
         self._send({"event": "finished", "seconds": summary.seconds, "positions": summary.positions})
 
-    def failed(self, reason):
+    def failed(self, reason: str) -> None:
         self._send({"event": "failed", "reason": reason})
 
 
@@ -168,12 +192,12 @@ class ProgressView(Progress):
 
     def __init__(
         self,
-        stream=None,
+        stream: TextIO | None = None,
         tty: bool | None = None,
         quiet: bool = False,
         every: float = 2.0,
-        clock=time.perf_counter,
-    ):
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.quiet = quiet
@@ -182,17 +206,17 @@ class ProgressView(Progress):
         self.t0 = clock()
         self.lock = threading.Lock()
         self.bar_shown = False
-        self.last_line = None
+        self.last_line: float | None = None
         self.total_layers = 0
         self.done_layers = 0
         self.total_positions = 0  # of the layers this run solves
         self.published_positions = 0
-        self.in_rounds: dict = {}  # pair key -> positions decided so far in its rounds
-        self.pair_positions: dict = {}
-        self.pair_of: dict = {}  # layer name -> pair key
-        self.pair_layers: dict = {}  # pair key -> layer names
-        self.done: set = set()
-        self.solve_t0 = None
+        self.in_rounds: dict[str, int] = {}  # pair key -> positions decided so far in its rounds
+        self.pair_positions: dict[str, int] = {}
+        self.pair_of: dict[str, str] = {}  # layer name -> pair key
+        self.pair_layers: dict[str, list[str]] = {}  # pair key -> layer names
+        self.done: set[str] = set()
+        self.solve_t0: float | None = None
         self.closed = False
 
     # -- output ---------------------------------------------------------------------
@@ -260,7 +284,9 @@ class ProgressView(Progress):
             self.stream.flush()
 
     # -- reports --------------------------------------------------------------------
-    def started(self, plan, published, chunks):
+    def started(
+        self, plan: Plan, published: dict[tuple[int, int], dict[str, Any]], chunks: dict[str, int]
+    ) -> None:
         self.solve_t0 = self.clock()
         self.total_layers = len(plan.layers)
         for p in plan.pairs:
@@ -276,12 +302,14 @@ class ProgressView(Progress):
         )
         self._update(force=True)
 
-    def round_done(self, pair_key, round_, mode, decided, undecided, seconds):
+    def round_done(
+        self, pair_key: str, round_: int, mode: str, decided: int, undecided: int, seconds: float
+    ) -> None:
         # A frontier round may count a position twice; the pair's undecided figure is exact.
         self.in_rounds[pair_key] = max(self.pair_positions.get(pair_key, 0) - int(undecided), 0)
         self._update()
 
-    def layer_done(self, entry):
+    def layer_done(self, entry: dict[str, Any]) -> None:
         name = layer_name(entry["k1"], entry["k2"])
         if name in self.done:
             return
@@ -293,10 +321,10 @@ class ProgressView(Progress):
             self.in_rounds.pop(pair, None)
         self._update(force=self.done_layers == self.total_layers)
 
-    def finished(self, summary):
+    def finished(self, summary: Summary) -> None:
         self.close()
 
-    def failed(self, reason):
+    def failed(self, reason: str) -> None:
         self.close()
 
     def close(self) -> None:

@@ -11,26 +11,29 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from ..data.lease import stale_reason
 from ..data.store import Store, completed_rounds, find_tablebase, read_json
 from ..errors import StoreError
 from ..game.dag import make_plan
 from ..game.variant import Variant
-from ..naming import LEASE, PAIRS, SOLVE_RECORD, layer_name, parse_pair_dir
+from ..naming import LEASE, PAIRS, SOLVE_RECORD, counted, layer_name, parse_pair_dir
 
 SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
 
 
-def _pair_dirs(store: Store) -> list:
+def _pair_dirs(store: Store) -> list[tuple[str, tuple[int, int]]]:
     """(folder name, (a, b)) of each pair with checkpoints."""
     if not store.exists(PAIRS):
         return []
-    names = (n for n in store.list_names(f"{PAIRS}/pair-*"))
-    return sorted((n, parse_pair_dir(n)) for n in names if parse_pair_dir(n) is not None)
+    parsed = ((n, parse_pair_dir(n)) for n in store.list_names(f"{PAIRS}/pair-*"))
+    return sorted((n, pair) for n, pair in parsed if pair is not None)
 
 
-def tablebase_status(url: str, storage_options: dict | None = None, now: float | None = None) -> dict:
+def tablebase_status(
+    url: str, storage_options: dict[str, Any] | None = None, now: float | None = None
+) -> dict[str, Any]:
     store = Store(url, storage_options)
     manifest = find_tablebase(store, allow_synthetic=True)
     if manifest is None:
@@ -41,20 +44,23 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
     variant = Variant(**manifest["variant"])
     record = read_json(store, SOLVE_RECORD) if store.exists(SOLVE_RECORD) else None
     min_captured = record.get("min_captured", 0) if record else 0
+    # Every layer's k1 + k2 is even: a record an older solve wrote with an odd M
+    # (accepted then) solved the layers of M + 1, which is what to report.
+    min_captured += min_captured % 2
     scope = {layer_name(*l) for l in make_plan(variant, min_captured).layers}
     published = manifest["layers"]
 
-    in_progress = []
+    in_progress: list[dict[str, Any]] = []
     for key, (a, b) in _pair_dirs(store):
         markers = completed_rounds(store, key)
-        layers = [layer_name(a, b)] + ([layer_name(b, a)] if a != b else [])
-        if all(l in published for l in layers):
+        pair_layers = [layer_name(a, b)] + ([layer_name(b, a)] if a != b else [])
+        if all(l in published for l in pair_layers):
             continue  # published; its checkpoints are only left over
         last = markers[-1] if markers else None
         in_progress.append(
             {
                 "pair": key,
-                "layers": layers,
+                "layers": pair_layers,
                 "rounds_done": len(markers),
                 "decided": sum(m["decided"] for m in markers),
                 "last_round": None
@@ -69,7 +75,7 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
         )
     running = {l for p in in_progress for l in p["layers"]}
 
-    layers = []
+    layers: list[dict[str, Any]] = []
     for k1, k2 in variant.layers:
         name = layer_name(k1, k2)
         entry = published.get(name)
@@ -81,7 +87,13 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
             state = "pending"
         else:
             continue  # outside the solve's scope: not shown
-        row = {"layer": name, "k1": k1, "k2": k2, "state": state, "positions": variant.layer_size(k1, k2)}
+        row: dict[str, Any] = {
+            "layer": name,
+            "k1": k1,
+            "k2": k2,
+            "state": state,
+            "positions": variant.layer_size(k1, k2),
+        }
         if entry is not None:
             row.update(
                 counts=dict(entry["counts"]), rounds=entry.get("rounds"), seconds=entry.get("solve_seconds")
@@ -90,7 +102,7 @@ def tablebase_status(url: str, storage_options: dict | None = None, now: float |
 
     done = [r for r in layers if r["state"] == "done"]
     counts = {k: sum(r["counts"][k] for r in done) for k in ("win", "draw", "loss")}
-    lease = None
+    lease: dict[str, Any] | None = None
     if store.exists(LEASE):
         try:
             holder = json.loads(store.read_bytes(LEASE))
@@ -132,7 +144,7 @@ def _share(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
-def format_status(status: dict) -> str:
+def format_status(status: dict[str, Any]) -> str:
     v = status["variant"]
     rows = {r["layer"]: r for r in status["layers"]}
     shown = [(r["k1"], r["k2"]) for r in status["layers"]]
@@ -156,15 +168,15 @@ def format_status(status: dict) -> str:
     lines.append("win share of the side to move, per done layer (%):")
     lines.append("   k1\\k2 " + "".join(f"{k2:>4}" for k2 in kazans))
     for k1 in rows_k1:
-        cells = []
+        shares = []
         for k2 in kazans:
             r = rows.get(layer_name(k1, k2))
             if r is None or r["state"] != "done":
-                cells.append(f"{'':>4}" if r is None else f"{'.':>4}")
+                shares.append(f"{'':>4}" if r is None else f"{'.':>4}")
             else:
                 n = sum(r["counts"].values())
-                cells.append(f"{round(100 * r['counts']['win'] / n) if n else 0:>4}")
-        lines.append(f"   {k1:>5} " + "".join(cells))
+                shares.append(f"{round(100 * r['counts']['win'] / n) if n else 0:>4}")
+        lines.append(f"   {k1:>5} " + "".join(shares))
     lines.append("")
     c = status["counts"]
     n = sum(c.values())
@@ -187,7 +199,7 @@ def format_status(status: dict) -> str:
             else:
                 lines.append(
                     f"in progress: {p['pair']} (layers {' '.join(p['layers'])}), "
-                    f"{p['rounds_done']} rounds checkpointed; last round {last['round']} "
+                    f"{counted(p['rounds_done'], 'round')} checkpointed; last round {last['round']} "
                     f"({last['mode']}): {last['decided']:,} decided; "
                     f"{p['decided']:,} decided in all"
                 )

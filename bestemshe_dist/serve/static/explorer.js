@@ -24,7 +24,11 @@ async function api(path, options) {
   const answer = await fetch(path, options);
   let body;
   try { body = await answer.json(); } catch (e) { throw new Error(`the server answered ${answer.status} without JSON.`); }
-  if (!answer.ok) throw new Error(body.error || `the server answered ${answer.status}.`);
+  if (!answer.ok) {
+    const failure = new Error(body.error || `the server answered ${answer.status}.`);
+    failure.status = answer.status;  // 404: a layer the tablebase does not hold
+    throw failure;
+  }
   return body;
 }
 
@@ -42,6 +46,7 @@ function say(text, kind) {
   const m = $("message");
   m.textContent = text || "";
   m.className = "message" + (kind ? " " + kind : "");
+  delete m.dataset.substitute;
 }
 
 // -- opening a position --------------------------------------------------------------
@@ -80,7 +85,8 @@ function draw() {
   for (const el of document.querySelectorAll(".npits")) el.textContent = p;
   $("k1").textContent = d.k1;
   $("k2").textContent = d.k2;
-  $("label-bottom").textContent = who(true) + " (to move)";
+  // The bottom row is always the side to move: in a game, say which player that is.
+  $("label-bottom").textContent = S.play ? `${who(true)} (to move)` : who(true);
   $("label-top").textContent = who(false);
   $("board").dataset.position = d.position;
   $("position-text").textContent = d.position;
@@ -152,6 +158,7 @@ function draw() {
     : d.best_move_reason;
 
   const hist = $("history");
+  $("history-section").hidden = !S.moves.length;
   hist.replaceChildren();
   S.moves.forEach((text, i) => {
     const li = document.createElement("li");
@@ -187,7 +194,7 @@ function drawMainline() {
     const li = document.createElement("li");
     li.dataset.pit = m.pit;
     const took = m.captured ? `, captures ${m.captured}` : "";
-    li.textContent = `pit ${m.pit}${took}` + (m.ends_game ? " — ends the game" : ` → ${outcome(m.after.value, m.after.dtz)} for the side then to move`);
+    li.textContent = `pit ${m.pit}${took}` + (m.ends_game ? " — ends the game" : ` → ${outcome(m.after.category, m.after.dtz)} for the side then to move`);
     if (m.child) {
       li.title = `open ${m.child}`;
       li.addEventListener("click", () => { leavePlay(); S.past.push({ position: S.data.position, human: null }); S.moves.push(`pit ${m.pit} (mainline, jump)`); open(m.child); });
@@ -370,11 +377,20 @@ async function main() {
   });
   busy(false);
   const asked = new URLSearchParams(location.search).get("pos");
-  if (asked && await open(asked, { replace: true })) return;
-  if (info.start && await open(info.start, { replace: true })) return;
+  let refused = null;  // why the asked position could not be shown
+  if (asked && await open(asked, { replace: true, onError: (e) => { refused = e; } })) return;
+  // Another position stands in for a refused one: the page says so, and why.
+  const instead = (what) => {
+    if (!refused) return;
+    const [k1, k2] = compact(asked).split(",");
+    const why = refused.status === 404 ? `layer ${k1}_${k2} is not in this tablebase` : refused.message.replace(/\.$/, "");
+    say(`${why}; showing ${what} instead.`, "error");
+    $("message").dataset.substitute = "1";
+  };
+  if (info.start && await open(info.start, { replace: true })) { instead("the game's start"); return; }
   if (info.layers && info.layers.length) {
     const got = await api(`/api/random?layer=${info.layers[0].layer}`).catch((e) => { say(e.message, "error"); return null; });
-    if (got) await open(got.position, { replace: true });
+    if (got && await open(got.position, { replace: true })) instead(`a random position of layer ${got.layer}`);
   }
 }
 

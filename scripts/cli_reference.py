@@ -1,0 +1,190 @@
+"""Write the command reference, docs/reference/cli.md, from the CLI's own parser.
+
+    python scripts/cli_reference.py           # rewrite docs/reference/cli.md
+    python scripts/cli_reference.py --check   # exit 1 if the committed page is stale
+
+The page is rendered from `bestemshe_dist.cli.build_parser()`: every command's
+usage, description and options. The rendering never asks the terminal or
+argparse's help formatter for a width (both vary with the terminal and the
+Python version), so the same parser always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "reference" / "cli.md"
+WIDTH = 88  # usage lines wrap here, whatever the terminal
+PROG = "bestemshe-dist"
+
+
+def _metavar(action: argparse.Action) -> str:
+    """What follows an option (or stands for a positional), as argparse writes it."""
+    if action.metavar is not None:
+        names = action.metavar
+    elif action.choices is not None:
+        names = "{" + ",".join(str(c) for c in action.choices) + "}"
+    elif action.option_strings:
+        names = action.dest.upper()
+    else:
+        names = action.dest
+    nargs = action.nargs
+    if isinstance(names, tuple):
+        return " ".join(names)
+    if nargs is None:
+        return names
+    if nargs == "?":
+        return f"[{names}]"
+    if nargs == "*":
+        return f"[{names} ...]"
+    if nargs == "+":
+        return f"{names} [{names} ...]"
+    if isinstance(nargs, int):
+        return " ".join([names] * nargs)
+    return names
+
+
+def _takes_value(action: argparse.Action) -> bool:
+    return action.nargs != 0
+
+
+def _usage_part(action: argparse.Action) -> str:
+    if not action.option_strings:
+        return _metavar(action)
+    name = action.option_strings[0]
+    text = f"{name} {_metavar(action)}" if _takes_value(action) else name
+    return text if action.required else f"[{text}]"
+
+
+def _options(parser: argparse.ArgumentParser) -> list:
+    return [a for a in parser._actions if a.help is not argparse.SUPPRESS]
+
+
+def _is_subparsers(action: argparse.Action) -> bool:
+    return isinstance(action, argparse._SubParsersAction)
+
+
+def usage(prog: str, parser: argparse.ArgumentParser) -> str:
+    """The usage line, wrapped at WIDTH with continuation lines under the first
+    option; positionals after the options, as argparse orders them."""
+    actions = [a for a in _options(parser) if not _is_subparsers(a)]
+    optional = [_usage_part(a) for a in actions if a.option_strings]
+    positional = [_usage_part(a) for a in actions if not a.option_strings]
+    if any(_is_subparsers(a) for a in parser._actions):
+        positional.append("COMMAND ...")
+    head = f"usage: {prog}"
+    lines, line = [], head
+    for part in optional + positional:
+        if len(line) + 1 + len(part) > WIDTH and line.strip() != head:
+            lines.append(line)
+            line = " " * len(head)
+        line += " " + part
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    """Help text as Markdown that shows it as written (no tags, no emphasis)."""
+    text = html.escape(" ".join(text.split()), quote=False)
+    for char in "\\`*[]":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _option_line(action: argparse.Action) -> str:
+    names = ", ".join(action.option_strings) if action.option_strings else _metavar(action)
+    if action.option_strings and _takes_value(action):
+        names += " " + _metavar(action)
+    words = _md(action.help or "")
+    extra = []
+    if action.required and action.option_strings:
+        extra.append("required")
+    if action.choices is not None and action.metavar is not None:
+        extra.append("one of " + ", ".join(f"`{c}`" for c in action.choices))
+    if extra:
+        words = f"{words} ({'; '.join(extra)})" if words else "; ".join(extra)
+    return f"- `{names}`: {words}" if words else f"- `{names}`"
+
+
+def _section(parser: argparse.ArgumentParser) -> list:
+    actions = [a for a in _options(parser) if not _is_subparsers(a)]
+    out = []
+    positional = [a for a in actions if not a.option_strings]
+    optional = [a for a in actions if a.option_strings]
+    if positional:
+        out += ["**Arguments**", ""] + [_option_line(a) for a in positional] + [""]
+    if optional:
+        out += ["**Options**", ""] + [_option_line(a) for a in optional] + [""]
+    return out
+
+
+def render(parser: argparse.ArgumentParser | None = None) -> str:
+    """The whole page, as Markdown."""
+    if parser is None:
+        from bestemshe_dist.cli import build_parser
+
+        parser = build_parser()
+    sub = next(a for a in parser._actions if _is_subparsers(a))
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    out = [
+        "# Command reference",
+        "",
+        "<!-- Generated by scripts/cli_reference.py from bestemshe_dist.cli.build_parser();",
+        "     do not edit: run `python scripts/cli_reference.py` after changing the CLI. -->",
+        "",
+        _md(parser.description or ""),
+        "",
+        "```text",
+        usage(PROG, parser),
+        "```",
+        "",
+        "A bare `bestemshe-dist` lists the commands. Options may come anywhere among a",
+        "command's arguments. Exit status: 0 on success, 2 for a bad argument (one line),",
+        "1 for a failure (one line naming what and where), 130 after Ctrl-C, 143 after SIGTERM.",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    out += [
+        f"| [`{name}`](#{name}) | {_md(helps.get(name, '')).replace('|', '&#124;')} |" for name in sub.choices
+    ]
+    out.append("")
+    out += _section(parser)
+    for name, command in sub.choices.items():
+        out += [
+            f"## {name}",
+            "",
+            _md(command.description or helps.get(name, "")),
+            "",
+            "```text",
+            usage(f"{PROG} {name}", command),
+            "```",
+            "",
+        ]
+        out += _section(command)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main(argv=None) -> int:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--check", action="store_true", help="fail if the committed page differs")
+    check = args.parse_args(argv).check
+    sys.path.insert(0, str(ROOT))
+    text = render()
+    if check:
+        if not PAGE.exists() or PAGE.read_text() != text:
+            print(f"{PAGE.relative_to(ROOT)} is stale: run python scripts/cli_reference.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text(text)
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
