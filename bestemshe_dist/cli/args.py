@@ -123,6 +123,16 @@ def cluster_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def storage_options_arg(p: argparse.ArgumentParser, what: str = "URL") -> None:
+    """--storage-options: the fsspec options of the store that `what` names."""
+    p.add_argument(
+        "--storage-options",
+        default=None,
+        metavar="JSON",
+        help=f"fsspec storage options for {what}, as a JSON object",
+    )
+
+
 def tablebase_parser(
     sub: Subcommands, name: str, help_text: str, position: bool = False
 ) -> argparse.ArgumentParser:
@@ -136,12 +146,7 @@ def tablebase_parser(
             metavar="N",
             help="the position from the side to move: K1 K2 P0 .. P9 (own pits first)",
         )
-    p.add_argument(
-        "--storage-options",
-        default=None,
-        metavar="JSON",
-        help="fsspec storage options for URL, as a JSON object",
-    )
+    storage_options_arg(p)
     return p
 
 

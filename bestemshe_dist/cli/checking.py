@@ -15,6 +15,7 @@ from .args import (
     config_and_output,
     dask_client,
     parse_storage_options,
+    storage_options_arg,
 )
 
 
@@ -33,12 +34,7 @@ def _verify_parser(sub: Subcommands) -> None:
         default=None,
         help="tablebase: folder or fsspec URL (file://, s3://, memory://); default: storage url of --config",
     )
-    p.add_argument(
-        "--storage-options",
-        default=None,
-        metavar="JSON",
-        help="fsspec storage options for URL, as a JSON object",
-    )
+    storage_options_arg(p)
     p.add_argument(
         "--min-captured",
         type=at_least_zero,
@@ -135,12 +131,7 @@ def _checksums_parser(sub: Subcommands) -> None:
         "(from a copy you trust), or check the ones it has",
     )
     p.add_argument("url", metavar="URL", help="tablebase: folder or fsspec URL (file://, s3://, memory://)")
-    p.add_argument(
-        "--storage-options",
-        default=None,
-        metavar="JSON",
-        help="fsspec storage options for URL, as a JSON object",
-    )
+    storage_options_arg(p)
     p.add_argument(
         "--rewrite",
         action="store_true",

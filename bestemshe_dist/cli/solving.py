@@ -19,6 +19,7 @@ from .args import (
     host_port,
     library_logs,
     parse_storage_options,
+    storage_options_arg,
     variant_args,
 )
 
@@ -37,12 +38,7 @@ def add_parsers(sub: Subcommands) -> None:
         metavar="URL",
         help="output folder: path or fsspec URL (default: storage url of --config)",
     )
-    p.add_argument(
-        "--storage-options",
-        default=None,
-        metavar="JSON",
-        help="fsspec storage options for --out, as a JSON object",
-    )
+    storage_options_arg(p, "--out")
     cluster_args(p)
     p.add_argument(
         "--method",
@@ -135,12 +131,7 @@ def add_parsers(sub: Subcommands) -> None:
 def _status_parser(sub: Subcommands) -> None:
     p = sub.add_parser("status", help="the layer grid and totals of a tablebase, finished or in progress")
     p.add_argument("url", metavar="URL", help="tablebase: folder or fsspec URL (file://, s3://, memory://)")
-    p.add_argument(
-        "--storage-options",
-        default=None,
-        metavar="JSON",
-        help="fsspec storage options for URL, as a JSON object",
-    )
+    storage_options_arg(p)
     p.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
 

@@ -66,8 +66,8 @@ def label_ranks(
     In groups of GROUP positions: first every child's index, each prefetched,
     then the reads. Read one at a time, the children of a large layer's random
     positions cost a cache miss each: 0.9 us a position over m24's layers,
-    against 0.25 us with the reads in flight (benchmarks in the closing note of
-    issue 17)."""
+    against 0.25 us with the reads in flight (measured on one core of this
+    project's 2-core machine)."""
     board = np.empty(2 * pits, np.int64)
     kids = np.empty((GROUP, pits), np.int64)  # child index, or _WIN_AT_ONCE / _EMPTY
     in_deps = np.zeros((GROUP, pits), np.bool_)
