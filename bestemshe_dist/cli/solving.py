@@ -16,8 +16,8 @@ from .args import (
     at_least_zero,
     cluster_args,
     config_and_output,
+    dask_client,
     host_port,
-    library_logs,
     parse_storage_options,
     storage_options_arg,
     variant_args,
@@ -198,7 +198,6 @@ def check_output_folder(url: str) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from ..cluster import connect
     from ..data.store import redact
     from ..game.variant import Variant
     from ..naming import counted
@@ -227,19 +226,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         f"solving {counted(len(plan.layers), 'layer')} ({plan.positions:,} positions) of the "
         f"{variant.describe()} game into {redact(args.out)}"
     )
-    in_process = args.out.startswith("memory://")
     dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
-    library_logs(args)
-    with connect(
-        args.scheduler,
-        args.workers,
-        args.threads_per_worker,
-        in_process,
-        cluster=args.cluster,
-        config=config,
-        log=log,
-        dashboard_address=dashboard,
-    ) as client:
+    with dask_client(args, config, args.out, log=log, dashboard_address=dashboard) as client:
         progress = Tee(view, dashboard_page(client, log, dashboard))
         try:
             summary = solve(
