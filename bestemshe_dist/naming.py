@@ -210,6 +210,17 @@ def codes_array(pair: str, layer: tuple[int, int]) -> str:
     return f"{pair}-codes-{layer[0]}_{layer[1]}"
 
 
+def states_array(pair: str, layer: tuple[int, int]) -> str:
+    """A counting pair's 3-bit states of one layer (solve/counting.py)."""
+    return f"{pair}-states-{layer[0]}_{layer[1]}"
+
+
+def counted_mark(pair: str) -> str:
+    """The last round a counting pair's states on this host are complete after
+    ({"round": r, "complete": bool}: a try that died leaves it incomplete)."""
+    return f"{pair}-counted"
+
+
 def round_array(pair: str) -> str:
     """The round's decisions, shared by the pair's two layers."""
     return f"{pair}-round"

@@ -30,6 +30,10 @@ from bestemshe_dist.solve import code_arrays
         (14, 2, 257, "frontier"),
         (14, 1, 3, "sweep"),
         (8, 4, 64, "frontier"),
+        (12, 3, 100, "counting"),
+        (10, 5, 7777, "counting"),
+        (14, 1, 3, "counting"),
+        (8, 4, 64, "counting"),
     ],
 )
 def test_chunked_equals_bruteforce(client, tmp_path, monkeypatch, stones, pits, chunk_size, method):
@@ -54,14 +58,19 @@ def split_rounds(lines) -> list:
     return [m.group(0) for m in found if m and int(m.group(2)) > int(m.group(1))]
 
 
-def test_chunked_50_stone_endgame_equals_published(client, tmp_path, monkeypatch):
+@pytest.mark.parametrize("method", ["frontier", "counting"])
+def test_chunked_50_stone_endgame_equals_published(client, tmp_path, monkeypatch, method):
     monkeypatch.setattr(run, "MIN_PIECE", 1000)
     monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 100)
     variant = Variant(50, 5)
     lines = []
-    solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
+    job = Job(str(tmp_path), variant, method=method)
+    solve(client, job, make_plan(variant, 40), lines.append, chunk_size=20_000)
     assert any("pair-16-24 round" in line for line in lines)  # 92,378 positions: 5 chunks a layer
-    assert split_rounds(lines)
+    if method == "frontier":
+        assert split_rounds(lines)
+    else:
+        assert any(re.search(r"pair-16-24 round 9 \(counting, 10 chunks, 1 task\)", line) for line in lines)
     for path in FIXTURE_M40.glob("*.bin"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 
@@ -89,7 +98,13 @@ def test_one_worker_process_with_threads_solves_in_private_memory(tmp_path, monk
         Client(cluster) as client,
     ):
         assert run.space_name(client, "solve-x") == "solve-x-private"
-        solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
+        solve(
+            client,
+            Job(str(tmp_path), variant, method="frontier"),
+            make_plan(variant, 40),
+            lines.append,
+            chunk_size=20_000,
+        )
     assert any("pair-16-24 round 3 (frontier" in line for line in lines)
     for path in FIXTURE_M40.glob("*.bin"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
@@ -102,7 +117,8 @@ def test_frontier_rounds_in_one_task_or_spread_give_the_published_files(client, 
     monkeypatch.setattr(run, "is_small_round", lambda sources, chunk_size: small)
     variant = Variant(50, 5)
     lines = []
-    solve(client, Job(str(tmp_path), variant), make_plan(variant, 40), lines.append, chunk_size=20_000)
+    job = Job(str(tmp_path), variant, method="frontier")
+    solve(client, job, make_plan(variant, 40), lines.append, chunk_size=20_000)
     frontier = [l for l in lines if "pair-16-24 round" in l and "(frontier" in l]
     tasks = [int(re.search(r"(\d+) tasks?\)", line).group(1)) for line in frontier]
     assert tasks and (set(tasks) == {1} if small else max(tasks) > 1), frontier
@@ -121,7 +137,7 @@ def test_frontier_rounds_in_one_task_or_spread_give_the_published_files(client, 
 def test_frontier_rounds_in_one_task_equal_bruteforce(client, tmp_path, monkeypatch):
     monkeypatch.setattr(run, "is_small_round", lambda sources, chunk_size: True)
     variant = Variant(12, 3)
-    solve(client, Job(str(tmp_path), variant), make_plan(variant), chunk_size=100)
+    solve(client, Job(str(tmp_path), variant, method="frontier"), make_plan(variant), chunk_size=100)
     assert assert_matches_bruteforce(tmp_path, 12, 3) == len(variant.layers)
 
 

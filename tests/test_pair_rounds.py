@@ -1,4 +1,4 @@
-"""Rounds of a pair: frontier == sweep == brute force, un-moves invert moves."""
+"""Rounds of a pair: counting == frontier == sweep == brute force, un-moves invert moves."""
 
 import bruteforce as bf
 import numpy as np
@@ -10,7 +10,7 @@ from bestemshe_dist.data.checkpoint import decode_part, encode_part
 from bestemshe_dist.game import rules
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.solve import code_arrays, kernels
-from bestemshe_dist.solve.pair import FRONTIER, SWEEP, Delta, solve_pair
+from bestemshe_dist.solve.pair import COUNTING, FRONTIER, SWEEP, Delta, solve_pair
 
 
 def solve_variant(variant, method):
@@ -38,17 +38,18 @@ def solve_variant(variant, method):
 
 
 @pytest.mark.parametrize("stones,pits", [(12, 2), (12, 3), (8, 4), (10, 5), (14, 1)])
-def test_frontier_equals_sweep_equals_bruteforce(stones, pits):
-    """Values and rounds (so distances) of both methods equal the brute force. The
+def test_counting_equals_frontier_equals_sweep_equals_bruteforce(stones, pits):
+    """Values and rounds (so distances) of the three methods equal the brute force. The
     sweep is pipelined (kernels.AHEAD positions in flight): the larger variants fill
     its queue many times over and drain it at every range's end, the smallest never
     fill it. The frontier's pipelines (kernels.PREDS predecessors, kernels.CHECKS
-    re-checks in flight) are filled and drained the same way."""
+    re-checks in flight) are filled and drained the same way, as are counting's
+    (its first pass is pipelined as the sweep, its walks as the frontier's)."""
     variant = Variant(stones, pits)
     if (stones, pits) == (10, 5):
         assert max(variant.layer_size(*layer) for layer in variant.layers) > 1000 * kernels.AHEAD
     values, distance = bf.solve(stones, pits, with_distance=True)
-    by_method = {m: solve_variant(variant, m) for m in (FRONTIER, SWEEP)}
+    by_method = {m: solve_variant(variant, m) for m in (COUNTING, FRONTIER, SWEEP)}
     for layer, table in values.items():
         for method, (codes, rounds) in by_method.items():
             for board, value in table.items():
@@ -201,8 +202,9 @@ def test_a_checkpoint_part_of_the_earlier_layout_is_read():
     assert back.dense.tolist() == dense.tolist() and back.dense.flags.aligned
 
 
+@pytest.mark.parametrize("method", [COUNTING, FRONTIER])
 @pytest.mark.parametrize("stones,pits", [(12, 3), (10, 5), (14, 2)])
-def test_distance_tables_equal_bruteforce(stones, pits):
+def test_distance_tables_equal_bruteforce(stones, pits, method):
     variant = Variant(stones, pits)
     values, distance = bf.solve(stones, pits, with_distance=True)
     codes = {}
@@ -211,7 +213,7 @@ def test_distance_tables_equal_bruteforce(stones, pits):
         for a in variant.kazans:
             b = m - a
             if a <= b and b in variant.kazans:
-                result = solve_pair(variant, a, b, codes, with_dtz=True)
+                result = solve_pair(variant, a, b, codes, method, with_dtz=True)
                 codes.update(result.codes)
                 for layer, dtz in result.dtz.items():
                     for board, _value in values[layer].items():

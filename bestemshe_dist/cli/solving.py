@@ -19,6 +19,7 @@ from .args import (
     dask_client,
     host_port,
     parse_storage_options,
+    positive,
     storage_options_arg,
     variant_args,
 )
@@ -42,9 +43,12 @@ def add_parsers(sub: Subcommands) -> None:
     cluster_args(p)
     p.add_argument(
         "--method",
-        choices=("frontier", "sweep"),
+        choices=("counting", "frontier", "sweep"),
         default="frontier",
         help="frontier: re-evaluate only predecessors of new decisions (default); "
+        "counting: keep each position's count of unknown moves, so each move is generated "
+        "once forward and once backward (a pair whose 3-bit states do not fit a host "
+        "gets frontier); "
         "sweep: re-evaluate every undecided position each round, like the original solver",
     )
     p.add_argument(
@@ -125,6 +129,13 @@ def add_parsers(sub: Subcommands) -> None:
         default=None,
         help="worker processes on a host (default: this machine's cores, as the local cluster)",
     )
+    p.add_argument(
+        "--host-memory",
+        type=positive,
+        default=None,
+        metavar="GIB",
+        help="memory of each host, which decides each pair's method (default: this machine's RAM)",
+    )
     _status_parser(sub)
 
 
@@ -138,6 +149,8 @@ def _status_parser(sub: Subcommands) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     import os
 
+    import psutil
+
     from ..game.dag import make_plan
     from ..game.variant import Variant
     from ..run.driver import DEFAULT_CHUNK_SIZE
@@ -145,8 +158,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     cores = os.cpu_count() or 1
     plan = make_plan(Variant(args.stones, args.pits), args.min_captured)
+    ram = int(args.host_memory * 2**30) if args.host_memory else int(psutil.virtual_memory().total)
     print(
-        describe(plan, args.chunk_size or DEFAULT_CHUNK_SIZE, args.threads or cores, args.processes or cores)
+        describe(
+            plan, args.chunk_size or DEFAULT_CHUNK_SIZE, args.threads or cores, args.processes or cores, ram
+        )
     )
     return 0
 

@@ -55,14 +55,15 @@ from ..naming import (
     series_file,
     small_round_key,
 )
-from ..solve.pair import FRONTIER, SWEEP, choose_mode, chunk_ranges
+from ..solve.pair import COUNTING, FRONTIER, SWEEP, choose_mode, chunk_ranges
 from ..watch.progress import Progress
 from .hostmem import is_private, private_name, remove_spaces
-from .memory import gib, pair_memory, together
+from .memory import choose_method, gib, pair_memory, together
 from .tasks import (
     Job,
     assemble_layer_task,
     check_layer_task,
+    count_round_task,
     drop_from_caches,
     end_of_run,
     flush_round_task,
@@ -182,6 +183,8 @@ class Driver:
         self.run_tag = uuid.uuid4().hex[:8]
         self.round_lock = threading.Lock()
         self.in_flight: dict[str, PairPlan] = {}  # large pairs running: key -> PairPlan
+        self.methods: dict[str, str] = {}  # large pair -> how it is solved (method_for)
+        self.count_hosts: dict[str, str] = {}  # counting pair -> the memory domain holding it
         self.host_memory_peak = 0
         self.reads: dict[str, int] = {}  # worker -> bytes read from stores, at the last look
         self.stop_after_rounds = stop_after_rounds
@@ -305,13 +308,21 @@ class Driver:
             if self.stop_after_rounds is not None and round_ >= self.stop_after_rounds:
                 self.log(f"{pair.key}: stopped after {counted(round_, 'round')} (--stop-after-rounds)")
                 return {}
-            mode = choose_mode(self.job.method, round_, last_decided or 0, undecided, pair.positions)
+            method = self.method_for(pair)
+            mode = (
+                COUNTING
+                if method == COUNTING
+                else choose_mode(method, round_, last_decided or 0, undecided, pair.positions)
+            )
             start = time.perf_counter()
             previous = markers[-1]["parts"] if markers else []
             # decisions per part (absent from the checkpoints of older versions)
             weights = markers[-1].get("part_decided", {}) if markers else {}
             flush_seconds = 0.0
-            if mode == SWEEP:
+            if mode == COUNTING:
+                results = [self._count_round(pair, dep_shas, series, round_, previous)]
+                parts = results[0]["parts"]
+            elif mode == SWEEP:
                 results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
                 parts = {r["name"]: r["wins"] + r["losses"] for r in results if r["name"]}
             elif is_small_round(last_decided or 0, self.chunk_size):
@@ -337,6 +348,7 @@ class Driver:
                 "decided": last_decided,
                 "part_decided": dict(sorted(parts.items())),
                 "evaluations": sum(r["evaluations"] for r in results),
+                "unmoves": sum(r.get("unmoves", 0) for r in results),
                 "seconds": time.perf_counter() - start,
                 "task_bytes": max((r.get("task_bytes", 0) for r in results), default=0),
                 "task_seconds": task_seconds(results),
@@ -347,6 +359,12 @@ class Driver:
             exact = [r["exact"].get(round_ - 1) for r in results if r["exact"].get(round_ - 1) is not None]
             if exact and mode != SWEEP:
                 marker["previous_exact"] = max(exact)
+            if mode == COUNTING and results[0].get("rebuilt") is not None:
+                marker["rebuilt_seconds"] = round(results[0]["rebuilt"], 3)
+                self.log(
+                    f"{pair.key}: its states rebuilt on {results[0]['host']} from the checkpoints "
+                    f"of rounds 0-{round_ - 1} in {results[0]['rebuilt']:.1f}s"
+                )
             marker["store_bytes_read"] = self.store_reads()
             write_json(store, round_marker(pair.key, round_), marker)  # the checkpoint is complete
             self.sample_host_memory()
@@ -423,9 +441,13 @@ class Driver:
                     min(b + step, blocks),
                     width,
                     checkpoints_of(layer, table, b, min(b + step, blocks), width),
+                    self.method_for(pair),
                     key=self.task_key(publish_part_key(pair.key, layer, table, g)),
                     pure=False,
                     retries=3,
+                    # A counting pair's values are in its host's states: read there
+                    # (elsewhere they are rebuilt from the checkpoints).
+                    **self._near_states(pair, table),
                 )
                 for table, blocks, width, step in tables
                 for g, b in enumerate(range(0, blocks, step))
@@ -439,11 +461,76 @@ class Driver:
                 round_,
                 evaluations,
                 seconds,
+                self.method_for(pair),
                 key=self.task_key(layer_key(*layer)),
                 pure=False,
                 retries=3,
             )
         return layer_futures
+
+    def _near_states(self, pair: PairPlan, table: str) -> dict[str, Any]:
+        host = self.count_hosts.get(pair.key)
+        if table != "bits" or host is None:
+            return {}
+        return {"workers": [host], "allow_other_workers": True}
+
+    def _count_round(
+        self,
+        pair: PairPlan,
+        dep_shas: dict[tuple[int, int], str],
+        series: str,
+        round_: int,
+        previous: list[str],
+    ) -> dict[str, Any]:
+        """A counting round, one task on the host holding the pair's states
+        (hostcount.py). If that host is lost, another takes the pair (rebuilding
+        its states from the checkpoints) and runs the round again."""
+        for attempt in range(1, 4):
+            threads = self.domain_threads()
+            host = self.count_hosts.get(pair.key)
+            if host not in threads:
+                # The host with the most threads free of other counting pairs.
+                busy = Counter(self.count_hosts.values())
+                host = max(sorted(threads), key=lambda h: threads[h] - busy[h] * 0.5)
+                self.count_hosts[pair.key] = host
+            future = self.client.submit(
+                count_round_task,
+                self.job,
+                pair,
+                dep_shas,
+                series,
+                round_,
+                self.chunk_size,
+                previous,
+                threads[host],
+                key=self.task_key(chunk_key(pair.key, round_, 0)),
+                workers=[host],
+                allow_other_workers=False,
+                priority=BARRIER_PRIORITY,
+                pure=False,
+                retries=2,
+            )
+            with self.round_lock:
+                self.round_futures.add(future)
+            try:
+                return self._wait_on_host(future, host)
+            except Exception as exc:
+                if self.stop.is_set():
+                    raise _Stopped() from None
+                if host in self.memory_domains():
+                    raise
+                why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
+                self.log(
+                    f"{pair.key} round {round_}: {why}; running it again elsewhere (attempt {attempt + 1})"
+                )
+                self.count_hosts.pop(pair.key, None)
+            finally:
+                with self.round_lock:
+                    self.round_futures.discard(future)
+        raise BestemsheError(
+            f"{pair.key} round {round_} lost its host three times; "
+            "check the cluster and run the solve again to resume."
+        )
 
     def _small_round(
         self,
@@ -748,7 +835,14 @@ class Driver:
             if self.small(pair):
                 continue
             for host, h in hosts.items():
-                need = pair_memory(self.job.variant, pair, self.chunk_size, h["threads"], h["processes"])
+                need = pair_memory(
+                    self.job.variant,
+                    pair,
+                    self.chunk_size,
+                    h["threads"],
+                    h["processes"],
+                    method=self.method_for(pair),
+                )
                 if h["room"] is not None and need.pair + need.deps > h["room"]:
                     raise BestemsheError(
                         f"{pair.key} needs {gib(need.pair + need.deps)} of shared arrays on each host but "
@@ -766,6 +860,33 @@ class Driver:
                         "memory (memory-limit, or memory per SLURM job), run fewer threads per host, or "
                         "use a smaller --chunk-size."
                     )
+
+    def method_for(self, pair: PairPlan) -> str:
+        """How a large pair is solved: counting where its states fit every host
+        (memory.choose_method), else the frontier method; --method sweep or
+        frontier as asked."""
+        if pair.key not in self.methods:
+            method = self.job.method
+            if method == COUNTING:
+                hosts = self.hosts().values()
+                method = min(
+                    (
+                        choose_method(
+                            self.job.variant,
+                            pair,
+                            self.chunk_size,
+                            h["threads"],
+                            h["processes"],
+                            h["budget"],
+                            h["room"],
+                        )
+                        for h in hosts
+                    ),
+                    key=lambda m: m != FRONTIER,
+                    default=COUNTING,
+                )
+            self.methods[pair.key] = method
+        return self.methods[pair.key]
 
     @property
     def inputs(self) -> list[tuple[int, int]]:
@@ -789,12 +910,14 @@ class Driver:
         if not self.in_flight:
             return True
         for h in self.hosts().values():
+            pairs = [*self.in_flight.values(), pair]
             need = together(
                 self.job.variant,
-                [*self.in_flight.values(), pair],
+                pairs,
                 self.chunk_size,
                 h["threads"],
                 h["processes"],
+                [self.method_for(p) for p in pairs],
             )
             if need.total > h["budget"]:
                 return False

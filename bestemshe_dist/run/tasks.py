@@ -11,6 +11,8 @@ each host's shared memory (hostpair.py), never through the driver.
   as checkpoint parts;
 - small_round_task: a frontier round with few sources (a pair's tail) in one task,
   its parts written by it;
+- count_round_task: a round of a pair solved by counting, whole, on the one host
+  that holds its states (hostcount.py), over that host's threads;
 - publish_part_task / assemble_layer_task: a large pair's blocks compressed by
   the workers (distances rebuilt from the checkpoints a chunk at a time), then
   each layer file assembled from the compressed frames.
@@ -37,6 +39,7 @@ from ..game.dag import PairPlan
 from ..game.geometry import partner
 from ..game.variant import Variant
 from ..naming import (
+    counted_mark,
     flush_lock,
     layer_file,
     layer_name,
@@ -48,9 +51,19 @@ from ..naming import (
     staged,
     sums_file,
 )
-from ..solve import code_arrays
-from ..solve.pair import FRONTIER, SWEEP, Delta, PairState, chunk_ranges, distances_from, solve_pair
+from ..solve import code_arrays, counting
+from ..solve.pair import (
+    COUNTING,
+    FRONTIER,
+    SWEEP,
+    Delta,
+    PairState,
+    chunk_ranges,
+    distances_from,
+    solve_pair,
+)
 from . import hostmem
+from .hostcount import count_round, forget_all_counting, forget_counting, host_counting
 from .hostpair import DepSource, dep_bundle, forget_all, forget_pair, free_deps, host_pair
 
 WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
@@ -445,6 +458,37 @@ def small_round_task(
     return result
 
 
+def count_round_task(
+    job: Job,
+    pair: PairPlan,
+    dep_shas: dict[tuple[int, int], str],
+    series: str,
+    round_: int,
+    chunk_size: int,
+    sources: list[str],
+    threads: int,
+) -> dict[str, Any]:
+    """Round `round_` of a pair solved by counting, whole, on this host's threads
+    (hostcount.count_round): its parts written, their names and decisions returned."""
+    domain = memory_domain(job)
+    store = job.store()
+    result = count_round(
+        job,
+        pair,
+        dep_shas,
+        round_,
+        chunk_size,
+        sources,
+        threads,
+        host_tag(domain),
+        lambda name, delta: _write_part(store, name, delta),
+        lambda lo, hi, names: _read_sources(store, lo, hi, names),
+        lambda r, layer, chunk, tag: part_name(pair.key, r, layer, chunk, tag),
+    )
+    result.update(host=domain, exact={}, name=None)
+    return result
+
+
 def publish_part_task(
     job: Job,
     pair: PairPlan,
@@ -458,28 +502,37 @@ def publish_part_task(
     end_block: int,
     width: int = 1,
     round_parts: list[list[str]] | None = None,
+    method: str = FRONTIER,
 ) -> dict[str, Any]:
     """Compress blocks [first_block, end_block) of one of a solved layer's files and
     write the frames, concatenated, as part files: table "bits" gives the win and
     draw files' blocks (from this host's codes), table "dtz" the distance file's
     (`width` bytes a position), rebuilt for just these positions from the
     checkpoints (`round_parts`: per round, the names of its parts that hold
-    positions of this range)."""
+    positions of this range). `method`: how the pair was solved (counting holds
+    states, not codes)."""
     npos = pair.layer_size
     nbytes = (end_block - first_block) * fmt.BLOCK_BYTES
     result: dict[str, Any] = {"table": table, "group": group, "sizes": {}}
     if _already_published(job.store(), layer) is not None:
         return result  # recomputed after its layer was published (its worker died): nothing to do
     if table == "bits":
-        host = host_pair(job, pair, dep_shas, job.dep_source)
-        host.sync(final_round)
-        codes = host.state.codes[layer]
         w0 = first_block * WORDS_PER_BLOCK
         w1 = min(end_block * WORDS_PER_BLOCK, code_arrays.code_words(npos))
+        if method == COUNTING:
+            counted = host_counting(job, pair, dep_shas, job.dep_source)
+            with counted.space.locked(counted_mark(pair.key)):
+                counted.marked(final_round)
+                codes = counted.state.codes_of(layer, 32 * w0, min(32 * w1, npos))[0]
+            w1 = w0 + codes.shape[0]
+        else:
+            host = host_pair(job, pair, dep_shas, job.dep_source)
+            host.sync(final_round)
+            codes = host.state.codes[layer][w0:w1]
         win = np.zeros(nbytes, np.uint8)
         draw = np.zeros(nbytes, np.uint8)
         counts = code_arrays.codes_to_bitsets(
-            codes[w0:w1], npos, w0, win.view(np.uint32)[: w1 - w0], draw.view(np.uint32)[: w1 - w0]
+            codes, npos, w0, win.view(np.uint32)[: w1 - w0], draw.view(np.uint32)[: w1 - w0]
         )
         result["counts"] = [int(c) for c in counts]
         blocks: dict[str, NDArray[np.uint8]] = {"win": win, "draw": draw}
@@ -515,6 +568,7 @@ def assemble_layer_task(
     rounds: int,
     evaluations: int,
     solve_seconds: float,
+    method: str = FRONTIER,
 ) -> dict[str, Any]:
     """Build a layer's files from the compressed parts (no decompression) and put
     each in place whole; returns the manifest entry."""
@@ -548,7 +602,7 @@ def assemble_layer_task(
         counts,
         rounds,
         evaluations,
-        job.method,
+        method,
         solve_seconds,
         time.perf_counter() - start,
         max(dtz_parts) if dtz_parts else None,
@@ -599,6 +653,7 @@ def drop_from_caches(
     space = hostmem.space(space_name)
     if pair is not None:
         forget_pair(space_name, pair)
+        forget_counting(space_name, pair)
         _SOURCES.drop(lambda key: key[:2] == (space_name, pair.key))
     if layers:
         assert variant is not None  # the driver names the variant with the layers
@@ -614,6 +669,7 @@ def host_memory_bytes(space_name: str) -> int:
 def end_of_run(space_name: str) -> int:
     """Run on every worker when a solve ends (done or failed): its host memory goes."""
     forget_all(space_name)
+    forget_all_counting(space_name)
     _SOURCES.drop(lambda key: key[0] == space_name)
     hostmem.space(space_name).remove()
     return 0
@@ -653,7 +709,7 @@ def warm_up(pits: int = 5) -> float:
         for a in variant.kazans:
             b = m - a
             if a <= b and b in variant.kazans:
-                for method in ("sweep", "frontier"):
+                for method in (SWEEP, FRONTIER, COUNTING):
                     result = solve_pair(variant, a, b, solved, method=method)
                 solved.update(result.codes)
     for layer, codes in solved.items():
@@ -678,4 +734,12 @@ def warm_up(pits: int = 5) -> float:
     code_arrays.synthetic_codes(
         code_arrays.new_codes(40), 40, np.uint64(1), np.uint64(2), np.uint64(1), np.uint64(2)
     )
+    # And the counting kernels a large pair's host runs (hostcount.py).
+    counts = counting.CountingState(variant, 0, 0, solved)
+    counts.first_round((0, 0), 0, counts.size)
+    counts.recount((0, 0), 0, counts.size)
+    counts.walk((0, 0), fresh, 0, 0, counts.size)
+    counting.mark(counts.states[(0, 0)], delta)
+    counting.mark(counts.states[(0, 0)], delta.sparse())
+    counts.codes_of((0, 0), 0, counts.size)
     return time.perf_counter() - start

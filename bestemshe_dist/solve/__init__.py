@@ -7,6 +7,8 @@ a pair's state and rounds (a round's decisions are a Delta).
 - atomics.py      claiming a 2-bit code from several threads
 - prefetch.py     a software prefetch numba can call
 - pair.py         PairState, Delta, the round methods, a whole pair in one process
+- counting.py     counting retrograde: 3-bit states (21 a word), the first pass,
+                  un-move walks, a whole pair in one process by counting
 
 May import: game/ and the base modules. Never data/ (no bytes, no I/O) or run/
 (no Dask): kernels see arrays and integers only.

@@ -4,15 +4,16 @@ A round evaluates positions against the values decided in earlier rounds only
 (its own decisions are kept aside in Deltas and applied after it), so a
 position decided in round d is exactly d + 1 plies from the next capture or the
 end of the game (SPEC.md; positions with no move, decided in round 0, are 0).
-Two ways to run a round decide exactly the same positions:
+Three ways to run a round decide exactly the same positions:
 
 - sweep: evaluate every undecided position (what the original solver does);
 - frontier: evaluate only the predecessors (by un-moves) of the positions
   decided in the previous round: nothing else has a changed child. A
   predecessor of a new LOSS is a WIN at once; a predecessor of a new WIN is
-  re-checked by its forward moves. A child counter per position would save
-  those re-checks but cost 3 more bits per position, and values are meant to
-  stay at 2 bits per position (the largest pairs hold 1.7e10 positions).
+  re-checked by its forward moves;
+- counting (counting.py): each position keeps a count of its moves not yet
+  known, so a predecessor of a new WIN is never re-checked: its count drops.
+  3 bits a position instead of 2.
 
 The same PairState and Delta serve a small pair solved whole inside one task and
 a large pair whose rounds run as chunk tasks across workers (run/driver.py, run/tasks.py).
@@ -40,7 +41,8 @@ Bundle: TypeAlias = tuple[Codes, npt.NDArray[np.int64]]
 _NO_LAYER = np.zeros(1, dtype=np.uint64)
 SWEEP = "sweep"
 FRONTIER = "frontier"
-METHODS = (FRONTIER, SWEEP)
+COUNTING = "counting"  # counting.py
+METHODS = (COUNTING, FRONTIER, SWEEP)
 # A frontier round costs roughly this many sweep evaluations per source position
 # (un-moves, ranks, re-evaluations); past that a sweep round is cheaper.
 FRONTIER_COST = 2
@@ -146,12 +148,12 @@ class Delta:
         )
 
 
-class PairState:
-    """The codes of a pair's layers plus its dependency layers, ready for kernels.
+class RoundState:
+    """What every method keeps for a pair besides its values: the round array,
+    the dependency bundles and (with_dtz) the distances.
 
-    codes: layer -> this pair's codes (decisions of the rounds applied so far);
-    found: layer -> the round array where a frontier round's decisions for that
-           layer gather (shared by the tasks of a round, and by both layers, one
+    found: layer -> the round array where a round's decisions for that layer
+           gather (shared by the tasks of a round, and by both layers, one
            after the other; emptied by take());
     bundles: layer -> (deps, dep_start) as the kernels read them.
     Given no arrays (a small pair solved whole in one task, tests), they are made
@@ -169,7 +171,6 @@ class PairState:
         dep_codes: Mapping[Layer, Codes] | None = None,
         with_dtz: bool = False,
         *,
-        codes: dict[Layer, Codes] | None = None,
         found: dict[Layer, Codes] | None = None,
         bundles: dict[Layer, Bundle] | None = None,
     ) -> None:
@@ -177,11 +178,8 @@ class PairState:
         self.layers = pair_layers(a, b)
         self.size = variant.layer_size(a, b)
         self.stones = variant.board_stones(a, b)
-        self.codes = (
-            codes if codes is not None else {layer: code_arrays.new_codes(self.size) for layer in self.layers}
-        )
-        # One round array serves both layers: a frontier round decides one layer
-        # (from its partner's sources), takes the decisions out, then the other.
+        # One round array serves both layers: a round decides one layer (from its
+        # partner's sources), takes the decisions out, then the other.
         if found is None:
             shared = code_arrays.new_codes(self.size)
             found = dict.fromkeys(self.layers, shared)
@@ -193,6 +191,55 @@ class PairState:
         )
         self.dtz: dict[Layer, npt.NDArray[np.uint16]] | None = (
             {layer: np.zeros(self.size, np.uint16) for layer in self.layers} if with_dtz else None
+        )
+
+    def take(self, layer: Layer, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
+        """The round's decisions of layer in [lo, hi), out of found[layer] (which
+        `clear` empties there; else clear() does, once they are safe)."""
+        out = code_arrays.new_codes(hi - lo)
+        wins, losses = code_arrays.take_decisions(self.found[layer], lo, hi, out, clear)
+        return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses))
+
+    def clear(self, layer: Layer, lo: int, hi: int) -> None:
+        code_arrays.clear_range(self.found[layer], lo, hi)
+
+    def stamp(self, delta: Delta) -> None:
+        """Record a round's decisions as distances (with_dtz)."""
+        if self.dtz is not None:
+            if delta.round + 1 > np.iinfo(np.uint16).max:
+                raise OverflowError("a distance does not fit in 16 bits")
+            delta.stamp(self.dtz[delta.layer], 0, delta.round + 1)
+
+    def distances(self, layer: Layer) -> npt.NDArray[np.uint16]:
+        """The layer's distance table: round + 1 for decided positions, 0 for draws
+        and for positions with no move (they are decided in round 0 without a ply)."""
+        if self.dtz is None:
+            raise TypeError("distances are kept only by a state made with_dtz")
+        dtz = self.dtz[layer]
+        clear_no_move(self.variant, self.stones, dtz, 0)
+        return dtz
+
+
+class PairState(RoundState):
+    """The codes of a pair's layers (2 bits a position; the sweep and frontier
+    methods) plus what RoundState keeps: codes maps layer -> this pair's codes
+    (decisions of the rounds applied so far)."""
+
+    def __init__(
+        self,
+        variant: Variant,
+        a: int,
+        b: int,
+        dep_codes: Mapping[Layer, Codes] | None = None,
+        with_dtz: bool = False,
+        *,
+        codes: dict[Layer, Codes] | None = None,
+        found: dict[Layer, Codes] | None = None,
+        bundles: dict[Layer, Bundle] | None = None,
+    ) -> None:
+        super().__init__(variant, a, b, dep_codes, with_dtz, found=found, bundles=bundles)
+        self.codes = (
+            codes if codes is not None else {layer: code_arrays.new_codes(self.size) for layer in self.layers}
         )
         self.round = -1  # the last round whose decisions are applied
 
@@ -254,35 +301,13 @@ class PairState:
         )
         return int(wins), int(losses), int(evaluated)
 
-    def take(self, layer: Layer, lo: int, hi: int, round_: int, clear: bool = True) -> Delta:
-        """The round's decisions of layer in [lo, hi), out of found[layer] (which
-        `clear` empties there; else clear() does, once they are safe)."""
-        out = code_arrays.new_codes(hi - lo)
-        wins, losses = code_arrays.take_decisions(self.found[layer], lo, hi, out, clear)
-        return Delta(layer, round_, lo, hi, dense=out, wins=int(wins), losses=int(losses))
-
-    def clear(self, layer: Layer, lo: int, hi: int) -> None:
-        code_arrays.clear_range(self.found[layer], lo, hi)
-
     def apply(self, deltas: Iterable[Delta]) -> int:
         """Apply decisions; returns how many positions they newly decide."""
         new = 0
         for delta in deltas:
             new += delta.apply(self.codes[delta.layer])
-            if self.dtz is not None:
-                if delta.round + 1 > np.iinfo(np.uint16).max:
-                    raise OverflowError("a distance does not fit in 16 bits")
-                delta.stamp(self.dtz[delta.layer], 0, delta.round + 1)
+            self.stamp(delta)
         return new
-
-    def distances(self, layer: Layer) -> npt.NDArray[np.uint16]:
-        """The layer's distance table: round + 1 for decided positions, 0 for draws
-        and for positions with no move (they are decided in round 0 without a ply)."""
-        if self.dtz is None:
-            raise TypeError("distances are kept only by a PairState made with_dtz")
-        dtz = self.dtz[layer]
-        clear_no_move(self.variant, self.stones, dtz, 0)
-        return dtz
 
     def undecided(self) -> int:
         return sum(int(code_arrays.count_codes(c, self.size)[2]) for c in self.codes.values())
@@ -332,6 +357,7 @@ class PairResult:
     dtz: dict[Layer, npt.NDArray[np.uint16]] | None = None  # layer -> distances (with_dtz only)
     rounds: int = 0
     evaluations: int = 0  # positions evaluated, over all rounds
+    unmoves: int = 0  # un-moves walked (counting), over all rounds
     seconds: float = 0.0
     modes: list[str] = field(default_factory=list)
     decided_per_round: list[int] = field(default_factory=list)
@@ -350,6 +376,10 @@ def solve_pair(
     """Solve a pair whole in memory. dep_codes maps every capture target of the
     pair's layers to its codes (or `bundles` gives them as the kernels read them).
     on_round(round, deltas) sees each round's decisions."""
+    if method == COUNTING:
+        from .counting import solve_pair_counting  # counting.py builds on this module
+
+        return solve_pair_counting(variant, a, b, dep_codes, on_round, with_dtz, bundles)
     start = time.perf_counter()
     state = PairState(variant, a, b, dep_codes, with_dtz, bundles=bundles)
     result = PairResult(codes=state.codes)
