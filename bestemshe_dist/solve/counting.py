@@ -60,9 +60,6 @@ BITS = 3
 NOLOSE = 0
 COUNTED = 2  # state 2 + c: c moves still unknown
 _MASK = np.uint64(7)
-# Positions of a whole-pair solve are walked in ranges of this many for the
-# conversion to codes (multiple of 21 * 32, so both word layouts line up).
-_ALIGN = PER_WORD * 32
 
 States = npt.NDArray[np.uint64]
 
