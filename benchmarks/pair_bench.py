@@ -9,14 +9,16 @@ DIR is a folder this project solved that holds the pair's dependency layers
 
 1. One process, one core (a subprocess of its own, so its peak RSS is its own;
    kernels compiled before timing): the dependencies loaded, then the pair
-   solved whole in memory with the frontier method (pair.solve_pair).
+   solved whole in memory with --method (pair.solve_pair; default counting,
+   as the CLI's).
 2. The CLI: `bestemshe-dist solve --pair A B --out TMP --workers W` in a
    subprocess, TMP holding a copy of DIR's dependency layers, timed from launch
    to exit: what a user waits for. Its log and manifest give the breakdown: start
    (cluster and compiled kernels), rounds (the pair's solve_seconds), publication
    (until the last layer is in place, gaps included) and exit.
 
-Prints for each: wall time, rounds, evaluations per position, positions per
+Prints for each: the method, wall time, rounds, evaluations and un-moves per
+position (counting walks un-moves; the other methods evaluate), positions per
 core-second (of the wall time, on the cores it used), peak RSS (per worker for
 the CLI); the CLI's breakdown; and the one-process/CLI ratio. Both must reach
 the same win/draw/loss counts for each layer (exit 1 otherwise).
@@ -47,7 +49,7 @@ def one_process(args) -> dict:
     from bestemshe_dist.run.hostpair import fill_synthetic
     from bestemshe_dist.run.tasks import warm_up
     from bestemshe_dist.solve import code_arrays
-    from bestemshe_dist.solve.pair import FRONTIER, solve_pair
+    from bestemshe_dist.solve.pair import solve_pair
 
     warm_up(args.pits)
     variant = Variant(args.stones, args.pits)
@@ -69,7 +71,7 @@ def one_process(args) -> dict:
         pair.a,
         pair.b,
         deps,
-        method=FRONTIER,
+        method=args.method,
         on_round=lambda round_, deltas: marks.append(time.perf_counter() - start),
     )
     seconds = time.perf_counter() - start
@@ -84,6 +86,7 @@ def one_process(args) -> dict:
         "rounds": result.rounds,
         "modes": result.modes,
         "evaluations": int(result.evaluations),
+        "unmoves": int(result.unmoves),
         "counts": counts,
         "round_seconds": [round(s, 3) for s in round_seconds],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -129,9 +132,13 @@ def through_cli(args, out: Path) -> dict:
         str(args.threads_per_worker),
         "--dashboard-address",
         "none",
+        "--method",
+        args.method,
     ]
     if args.synthetic_deps is not None:
         cmd += ["--synthetic-deps", str(args.synthetic_deps)]
+    if args.dtz:
+        cmd.append("--dtz")
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -173,6 +180,8 @@ def through_cli(args, out: Path) -> dict:
         "after_seconds": wall - published,
         "rounds": entries[0]["rounds"],
         "evaluations": entries[0]["evaluations"],  # the pair's, in each entry
+        "unmoves": entries[0].get("unmoves", 0),
+        "method": entries[0]["method"],
         "counts": {f"{e['k1']}_{e['k2']}": e["counts"] for e in entries},
         "peak_rss_per_worker": per_worker,
         "round_modes": [mode for mode, _ in per_round],
@@ -195,6 +204,10 @@ def main(argv=None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--deps", help="a folder this project solved that holds the pair's dependency layers")
     source.add_argument("--synthetic-deps", type=int, metavar="SEED")
+    parser.add_argument("--method", choices=("counting", "frontier", "sweep"), default="counting")
+    parser.add_argument(
+        "--dtz", action="store_true", help="the CLI writes distance tables too (DIR must hold its deps')"
+    )
     parser.add_argument("--stones", type=int, default=50)
     parser.add_argument("--pits", type=int, default=5)
     # The CLI's own default (one process, a thread per core) unless given.
@@ -230,6 +243,7 @@ def main(argv=None) -> int:
         "workers": args.workers,
         "threads_per_worker": args.threads_per_worker,
         "deps": "synthetic" if args.synthetic_deps is not None else "solved",
+        "dtz": args.dtz,
     }
     if not args.skip_one_process:
         child = subprocess.run(
@@ -246,7 +260,9 @@ def main(argv=None) -> int:
             "load_seconds": round(one["load_seconds"], 2),
             "rounds": one["rounds"],
             "sweep_rounds": one["modes"].count("sweep"),
+            "method": args.method,
             "evaluations_per_position": round(one["evaluations"] / positions, 3),
+            "unmoves_per_position": round(one["unmoves"] / positions, 3),
             "positions_per_core_second": round(positions / one["seconds"]),
             "peak_rss_bytes": one["peak_rss_bytes"],
             "round_seconds": one["round_seconds"],
@@ -265,7 +281,9 @@ def main(argv=None) -> int:
         "publish_seconds": round(cli["publish_seconds"], 2),
         "exit_seconds": round(cli["after_seconds"], 2),
         "rounds": cli["rounds"],
+        "method": cli["method"],
         "evaluations_per_position": round(cli["evaluations"] / positions, 3),
+        "unmoves_per_position": round(cli["unmoves"] / positions, 3),
         "positions_per_core_second": round(positions / (cli["wall_seconds"] * cores)),
         "round_positions_per_core_second": round(positions / max(cli["rounds_seconds"], 1e-9) / cores),
         "peak_rss_per_worker": cli["peak_rss_per_worker"],
@@ -293,17 +311,18 @@ def main(argv=None) -> int:
     if "one_process" in report:
         o = report["one_process"]
         print(
-            f"  one process, 1 core: {o['seconds']:.1f} s ({o['load_seconds']:.1f} s loading before), "
-            f"{o['rounds']} rounds ({o['sweep_rounds']} sweeps), {o['evaluations_per_position']} "
-            f"evaluations/position, {o['positions_per_core_second'] / 1e6:.2f}M positions/core-s, "
+            f"  one process, 1 core, {o['method']}: {o['seconds']:.1f} s ({o['load_seconds']:.1f} s "
+            f"loading before), {o['rounds']} rounds ({o['sweep_rounds']} sweeps), "
+            f"{o['evaluations_per_position']} evaluations/position, {o['unmoves_per_position']} "
+            f"un-moves/position, {o['positions_per_core_second'] / 1e6:.2f}M positions/core-s, "
             f"peak RSS {o['peak_rss_bytes'] / 2**20:,.0f} MiB"
         )
     c = report["cli"]
     print(
-        f"  CLI, {args.workers} x {args.threads_per_worker}: {c['wall_seconds']:.1f} s = start "
+        f"  CLI, {args.workers} x {args.threads_per_worker}, {c['method']}: {c['wall_seconds']:.1f} s = start "
         f"{c['start_seconds']:.1f} + rounds {c['rounds_seconds']:.1f} + publication {c['publish_seconds']:.1f}"
         f" + exit {c['exit_seconds']:.1f}; {c['rounds']} rounds, {c['evaluations_per_position']} "
-        f"evaluations/position, {c['positions_per_core_second'] / 1e6:.2f}M positions/core-s "
+        f"evaluations/position, {c['unmoves_per_position']} un-moves/position, {c['positions_per_core_second'] / 1e6:.2f}M positions/core-s "
         f"({c['round_positions_per_core_second'] / 1e6:.2f}M in rounds), peak RSS per worker "
         f"{', '.join(f'{r / 2**20:,.0f}' for r in c['peak_rss_per_worker'])} MiB"
     )

@@ -1,12 +1,23 @@
-"""Frontier rounds against the naive sweep, on the same layers, in one run.
+"""The methods against each other on the same layers, and the CLI's whole solve
+against the sum of its pairs alone, in one run.
 
-    python benchmarks/solve_bench.py --stones 50 --min-captured 28 [--json]
+    python benchmarks/solve_bench.py --stones 50 --min-captured 28 [--methods counting,frontier,sweep]
+                                     [--cli [--workers W]] [--json]
 
 Each method solves the layers of the plan in memory, pair by pair in DAG order,
 on one core, in its own process (so peak RSS is its own); kernels are compiled
-before timing. Prints per pair and in total: positions, position evaluations,
-rounds, wall time, positions per core-second, and the frontier/sweep ratio;
-checks that both methods decide every position the same way.
+before timing; each pair's layers are then encoded as the published files are
+(level 19), timed apart. Prints per pair and in total: positions, position
+evaluations, rounds, wall time, positions per core-second, and the ratios
+between methods; checks that all methods decide every position the same way.
+
+--cli then runs `bestemshe-dist solve` on the same plan with the defaults and
+measures its schedule: with each pair's time alone (the first method's solve
+plus its encoding), the work is their sum and the critical path the longest
+chain of pairs on the DAG (Plan.remaining_paths); a solve that keeps every core
+busy on the critical path first takes at most the critical path plus the work
+divided by the cores. Prints the CLI's wall time (and from its kernels being
+ready) over that bound.
 """
 
 from __future__ import annotations
@@ -14,13 +25,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
+    from bestemshe_dist.data.layer_files import encode_layer
     from bestemshe_dist.game.dag import make_plan
     from bestemshe_dist.game.variant import Variant
     from bestemshe_dist.run.tasks import warm_up
@@ -35,6 +52,10 @@ def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
         t0 = time.perf_counter()
         result = solve_pair(variant, pair.a, pair.b, codes, method=method)
         seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for c in result.codes.values():
+            encode_layer(c, pair.layer_size)
+        publish = time.perf_counter() - t0
         codes.update(result.codes)
         for layer, c in result.codes.items():
             digests[f"{layer[0]}_{layer[1]}"] = hashlib.sha256(c.tobytes()).hexdigest()
@@ -46,6 +67,7 @@ def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
                 "rounds": result.rounds,
                 "sweep_rounds": result.modes.count("sweep"),
                 "seconds": seconds,
+                "publish_seconds": publish,
             }
         )
         # Keep only what later pairs still read: the memory a worker would hold.
@@ -53,7 +75,7 @@ def run_one(stones: int, pits: int, min_captured: int, method: str) -> dict:
         for layer in list(codes):
             if layer not in needed:
                 del codes[layer]
-    total = time.perf_counter() - start
+    total = time.perf_counter() - start - sum(p["publish_seconds"] for p in pairs)
     return {
         "method": method,
         "pairs": pairs,
@@ -70,7 +92,9 @@ def main() -> int:
     ap.add_argument("--stones", type=int, default=50)
     ap.add_argument("--pits", type=int, default=5)
     ap.add_argument("--min-captured", type=int, default=28)
-    ap.add_argument("--methods", default="frontier,sweep")
+    ap.add_argument("--methods", default="counting,frontier")
+    ap.add_argument("--cli", action="store_true", help="also the CLI's whole solve against its pairs alone")
+    ap.add_argument("--workers", type=int, default=None, help="the CLI's local workers (default: its own)")
     ap.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child process: one method
     args = ap.parse_args()
@@ -119,6 +143,12 @@ def main() -> int:
         summary["sweep_over_frontier_time"] = round(
             results["sweep"]["seconds"] / results["frontier"]["seconds"], 3
         )
+    if "frontier" in results and "counting" in results:
+        summary["frontier_over_counting_time"] = round(
+            results["frontier"]["seconds"] / results["counting"]["seconds"], 3
+        )
+    if args.cli:
+        summary["cli"] = through_cli(args, results[methods[0]]["pairs"])
     if args.json:
         summary["pairs"] = {m: r["pairs"] for m, r in results.items()}
         print(json.dumps(summary, indent=1))
@@ -145,10 +175,58 @@ def main() -> int:
             f"{s['positions_per_core_second'] / 1e6:.2f}M positions/core-second, peak RSS {s['peak_rss_mib']} MiB"
         )
     if "sweep_over_frontier_time" in summary:
+        print(f"frontier is {summary['sweep_over_frontier_time']}x faster than sweep")
+    if "frontier_over_counting_time" in summary:
+        print(f"counting is {summary['frontier_over_counting_time']}x faster than frontier")
+    print(f"identical values: {same}")
+    if "cli" in summary:
+        c = summary["cli"]
         print(
-            f"frontier is {summary['sweep_over_frontier_time']}x faster than sweep; identical values: {same}"
+            f"CLI ({c['cores']} cores): {c['wall_seconds']:.1f} s ({c['solve_seconds']:.1f} s from kernels ready); "
+            f"pairs alone ({methods[0]}, with encoding): work {c['work_seconds']:.1f} core-s, critical path "
+            f"{c['critical_path_seconds']:.1f} s, bound {c['bound_seconds']:.1f} s; wall/bound "
+            f"{c['wall_over_bound']} ({c['solve_over_bound']} from kernels ready)"
         )
     return 0 if same else 1
+
+
+def through_cli(args, alone: list) -> dict:
+    """The CLI's solve of the plan against the bound its pairs alone give (module doc)."""
+    import os
+
+    from bestemshe_dist.game.dag import make_plan
+    from bestemshe_dist.game.variant import Variant
+
+    plan = make_plan(Variant(args.stones, args.pits), args.min_captured)
+    seconds = {p["pair"]: p["seconds"] + p["publish_seconds"] for p in alone}
+    work = sum(seconds.values())
+    critical = max(plan.remaining_paths(lambda p: seconds[p.key]).values())
+    cores = args.workers or os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="bestemshe-solve-bench-") as out:
+        cmd = [sys.executable, "-m", "bestemshe_dist", "solve", "--stones", str(args.stones)]
+        cmd += ["--pits", str(args.pits), "--min-captured", str(args.min_captured), "--out", out]
+        cmd += ["--dashboard-address", "none"] + (["--workers", str(args.workers)] if args.workers else [])
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"the CLI failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    ready = next(
+        float(m.group(1))
+        for m in (re.match(r"^\[\s*([0-9.]+)s\] kernels ready", line) for line in proc.stderr.splitlines())
+        if m
+    )
+    bound = critical + work / cores
+    return {
+        "cores": cores,
+        "wall_seconds": round(wall, 2),
+        "solve_seconds": round(wall - ready, 2),
+        "work_seconds": round(work, 2),
+        "critical_path_seconds": round(critical, 2),
+        "bound_seconds": round(bound, 2),
+        "wall_over_bound": round(wall / bound, 3),
+        "solve_over_bound": round((wall - ready) / bound, 3),
+    }
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ from typing import NamedTuple
 
 # -- layers and their files -----------------------------------------------------------
 MANIFEST = "manifest.json"
+# The Dask worker resource a solve's regular tasks each take one of; a worker
+# started for a solve has one thread more than these slots, for the short tasks a
+# whole round waits on (run/driver.py).
+SLOTS = "slots"
 LAYER_KINDS = ("win", "draw", "dtz")
 LAYER_FILE_GLOB = "layer_*_*_*.bin"
 WIN_FILE_GLOB = "layer_*_*_win.bin"

@@ -2,11 +2,17 @@
 round-trip, and the memory model that gives a pair the frontier method where
 its states do not fit a host."""
 
+import logging
+import re
+
 import numpy as np
+import pytest
 from conftest import FIXTURE_M40
+from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bestemshe_dist.data.checkpoint import decode_part
 from bestemshe_dist.game.dag import make_plan, pair_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run import driver as run
@@ -102,3 +108,99 @@ def test_a_solve_on_a_host_too_small_for_counting_uses_frontier(client, tmp_path
     assert any("round 3 (counting" in line for line in lines), lines  # smaller pairs still count
     for path in FIXTURE_M40.glob("*.bin"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_a_counting_solve_stopped_after_rounds_resumes_to_the_published_files(client, tmp_path):
+    """--stop-after-rounds ends the counting pairs after round 4 (and holds back
+    the pairs that need them); the same solve again rebuilds their states on a
+    host from the checkpoints, says so, and ends with the published files."""
+    variant = Variant(50, 5)
+    plan = make_plan(variant, 40)
+    first, second = [], []
+    job = Job(str(tmp_path), variant, method=COUNTING)
+    solve(client, job, plan, first.append, chunk_size=20_000, stop_after_rounds=5)
+    assert any("pair-18-24: stopped after 5 rounds" in line for line in first), first
+    assert any("not started (" in line for line in first), first  # pair-16-24 needs a stopped pair
+    assert not any(path.name.startswith("layer_16_24") for path in tmp_path.glob("*.bin"))
+    solve(client, job, plan, second.append, chunk_size=20_000)
+    assert any("pair-18-24: resuming after round 4" in line for line in second), second
+    assert any(
+        re.search(r"pair-18-24: its states rebuilt on \S+ from the checkpoints of rounds 0-4 in", line)
+        for line in second
+    ), second
+    for path in FIXTURE_M40.glob("*.bin"):
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def _decisions(store, names):
+    """{(layer, rank): code} of the checkpoint parts `names`."""
+    found = {}
+    for name in names:
+        delta = decode_part(store.read_bytes(name))
+        ranks, values = delta.decisions()
+        found.update({(tuple(delta.layer), int(r)): int(v) for r, v in zip(ranks, values, strict=True)})
+    return found
+
+
+@pytest.mark.parametrize("threads,log", [(1, 4), (2, 1 << 16), (2, 4)])
+def test_a_counting_round_run_again_after_its_try_died_writes_the_same_parts(
+    tmp_path, monkeypatch, threads, log
+):
+    """Round 4 of a counting pair as one task on a fresh host (its states rebuilt
+    from rounds 0-3), on 1 or 2 threads, its parts written from the walks' logs
+    of decisions or (logs too small) from a scan of the round array: the same
+    decisions as the frontier method's round 4. A try that died half way
+    (states garbled, the host's mark not complete) is run again: it rebuilds
+    and writes the same parts."""
+    from bestemshe_dist.run import hostcount
+
+    monkeypatch.setattr(hostcount, "LOG_POSITIONS", log)
+    from bestemshe_dist.data.store import completed_rounds
+    from bestemshe_dist.game.dag import single_pair_plan
+    from bestemshe_dist.run import hostmem
+    from bestemshe_dist.run.hostcount import forget_all_counting, host_counting
+    from bestemshe_dist.run.tasks import count_round_task
+
+    variant = Variant(50, 5)
+    plan = single_pair_plan(variant, 10, 24)
+    pair = plan.pairs[0]
+    chunk = 1 << 18
+    outs = {m: tmp_path / m for m in (COUNTING, FRONTIER)}
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as local,
+    ):
+        for method, out in outs.items():
+            job = Job(str(out), variant, method=method, synthetic=2)
+            solve(local, job, plan, chunk_size=chunk, stop_after_rounds=4 + (method == FRONTIER))
+    job = Job(
+        str(outs[COUNTING]), variant, method=COUNTING, synthetic=2, space=f"test-count-round-{threads}-{log}"
+    )
+    store = job.store()
+    sources = completed_rounds(store, pair.key)[3]["parts"]
+    frontier_store = Job(str(outs[FRONTIER]), variant).store()
+    try:
+        clean = count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
+        assert clean["rebuilt"] is not None  # a fresh host: rebuilt from the checkpoints
+        assert clean["parts"] and sum(clean["parts"].values()) == clean["wins"] + clean["losses"]
+        decided = _decisions(store, clean["parts"])
+        assert decided == _decisions(frontier_store, completed_rounds(frontier_store, pair.key)[4]["parts"])
+        # a try of round 4 that died half way: some states taken down, the mark open
+        host = host_counting(job, pair, {}, job.dep_source)
+        for layer in pair.layers:
+            for x in range(0, pair.layer_size, 997):
+                counting.put_state(host.state.states[layer], x, counting.WIN)
+        host.note(4, False)
+        again = count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
+        assert again["rebuilt"] is not None
+        assert again["parts"] == clean["parts"]
+        assert _decisions(store, again["parts"]) == decided
+    finally:
+        forget_all_counting(job.space)
+        hostmem.space(job.space).remove()

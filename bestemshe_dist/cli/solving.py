@@ -44,11 +44,11 @@ def add_parsers(sub: Subcommands) -> None:
     p.add_argument(
         "--method",
         choices=("counting", "frontier", "sweep"),
-        default="frontier",
-        help="frontier: re-evaluate only predecessors of new decisions (default); "
-        "counting: keep each position's count of unknown moves, so each move is generated "
-        "once forward and once backward (a pair whose 3-bit states do not fit a host "
-        "gets frontier); "
+        default="counting",
+        help="counting (default): keep each position's count of moves whose result is "
+        "not yet known, so each move is generated once forward and once backward (a pair "
+        "whose 3-bit states do not fit a host gets frontier); "
+        "frontier: re-evaluate only predecessors of new decisions; "
         "sweep: re-evaluate every undecided position each round, like the original solver",
     )
     p.add_argument(
@@ -243,7 +243,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
         f"{variant.describe()} game into {redact(args.out)}"
     )
     dashboard = None if args.dashboard_address.lower() == "none" else args.dashboard_address
-    with dask_client(args, config, args.out, log=log, dashboard_address=dashboard) as client:
+    with dask_client(
+        args, config, args.out, log=log, dashboard_address=dashboard, barrier_slot=True
+    ) as client:
         progress = Tee(view, dashboard_page(client, log, dashboard))
         try:
             summary = solve(

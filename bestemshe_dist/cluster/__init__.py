@@ -74,6 +74,7 @@ def connect(
     config: str | os.PathLike[str] | dict[str, Any] | None = None,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
     log: Callable[[str], object] | None = None,
+    barrier_slot: bool = False,
 ) -> Iterator[Any]:
     """Yield a Client for the chosen backend; close what was started on exit
     (SLURM jobs are cancelled, a KubeCluster made here is deleted).
@@ -82,7 +83,8 @@ def connect(
     store needs (it lives in one process's memory). config is a path or a dict
     from load_config. dashboard_address: host:port for the dashboard of a
     cluster started here (a free port when taken; None or "none": no dashboard).
-    log, if given, receives a line about the cluster."""
+    log, if given, receives a line about the cluster. barrier_slot: a local
+    cluster's workers get a thread for a solve's round barriers (local.py)."""
     from distributed import Client
 
     from . import kubernetes, local, slurm
@@ -105,7 +107,9 @@ def connect(
     # loop while workers start, a dashboard port taken) off the user's terminal.
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if backend == "local":
-        started = local.start(config, workers, threads_per_worker, in_process, dashboard_address, say)
+        started = local.start(
+            config, workers, threads_per_worker, in_process, dashboard_address, say, barrier_slot
+        )
     elif backend == "slurm":
         started = slurm.start(config, workers, dashboard_address, say)
     else:

@@ -11,6 +11,7 @@ from typing import Any
 import dask
 
 from ..errors import UsageError
+from ..naming import SLOTS
 from .config import DEFAULT_DASHBOARD, NO_DASHBOARD_HTTP, SHARED_MEMORY_WORKERS, dashboard_of
 from .edge import port_taken_is_fine, say_dashboard
 
@@ -21,8 +22,12 @@ def local_cluster_kwargs(
     threads_per_worker: int | None = None,
     in_process: bool = False,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
+    barrier_slot: bool = False,
 ) -> dict[str, Any]:
-    """The LocalCluster keyword arguments: the command line, then `local:`, then defaults."""
+    """The LocalCluster keyword arguments: the command line, then `local:`, then
+    defaults. barrier_slot (a solve): each worker gets a thread more than its
+    SLOTS resource, which the solve's regular tasks take one each of, so a task
+    a round waits on never queues behind a running one."""
     section = (config or {}).get("local", {})
     workers = workers if workers is not None else section.get("workers")
     threads = threads_per_worker if threads_per_worker is not None else section.get("threads_per_worker")
@@ -42,6 +47,12 @@ def local_cluster_kwargs(
         dashboard_address=dashboard_of(dashboard_address, section),
         silence_logs=logging.ERROR,
     )
+    if barrier_slot:
+        # Without it, pair 12-12's round 0 (31 s of kernel in all its 85 rounds) took
+        # 126 s in the --min-captured 22 solve, behind small pairs' solves and
+        # level-19 publication running in both threads.
+        kwargs["resources"] = {SLOTS: kwargs["threads_per_worker"]}
+        kwargs["threads_per_worker"] += 1
     if not in_process:
         # Worker processes ignore Ctrl-C (the driver stops them) and log to the solve's log file.
         kwargs["preload"] = ["bestemshe_dist.watch.logs"]
@@ -61,11 +72,14 @@ def start(
     in_process: bool,
     dashboard_address: str | None,
     say: Callable[[str], object],
+    barrier_slot: bool = False,
 ) -> Iterator[Any]:
     """A LocalCluster and its Client, closed on exit."""
     from distributed import Client, LocalCluster
 
-    kwargs = local_cluster_kwargs(config, workers, threads_per_worker, in_process, dashboard_address)
+    kwargs = local_cluster_kwargs(
+        config, workers, threads_per_worker, in_process, dashboard_address, barrier_slot
+    )
     with port_taken_is_fine(), dask.config.set(SHARED_MEMORY_WORKERS):
         local = LocalCluster(**kwargs)
     with local, Client(local) as client:

@@ -43,12 +43,12 @@ _MAX_FILE_SIZE = 2**32 - 1
 _local = threading.local()
 
 
-def _compressor() -> zstandard.ZstdCompressor:
-    c = getattr(_local, "compressor", None)
+def _compressor(level: int) -> zstandard.ZstdCompressor:
+    held: dict[int, zstandard.ZstdCompressor] = _local.__dict__.setdefault("compressors", {})
+    c = held.get(level)
     if c is None:
         # Content size in the frame header, no checksum: what the published files hold.
-        c = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True, write_checksum=False)
-        _local.compressor = c
+        c = held[level] = zstandard.ZstdCompressor(level=level, write_content_size=True, write_checksum=False)
     return c
 
 
@@ -106,8 +106,10 @@ def _as_bytes_view(raw: RawBits) -> memoryview:
     return memoryview(raw).cast("B")
 
 
-def compress_block(raw: RawBits) -> bytes:
-    """One Zstandard frame of one block; `raw` (at most BLOCK_BYTES) is zero-padded to BLOCK_BYTES."""
+def compress_block(raw: RawBits, level: int = ZSTD_LEVEL) -> bytes:
+    """One Zstandard frame of one block; `raw` (at most BLOCK_BYTES) is zero-padded
+    to BLOCK_BYTES. `level`: the published files' (19) unless the file is this
+    project's own (the distance files: DTZ_LEVEL)."""
     view = _as_bytes_view(raw)
     if len(view) > BLOCK_BYTES:
         raise ValueError(f"a block holds at most {BLOCK_BYTES} bytes, got {len(view)}")
@@ -116,7 +118,7 @@ def compress_block(raw: RawBits) -> bytes:
         padded = bytearray(BLOCK_BYTES)
         padded[: len(view)] = view
         view = memoryview(padded)
-    return _compressor().compress(view)
+    return _compressor(level).compress(view)
 
 
 def build_file(frames: list[bytes]) -> bytes:
@@ -135,7 +137,7 @@ def build_file(frames: list[bytes]) -> bytes:
     return b"".join([header, *frames])
 
 
-def compress_blocks(raw: RawBits, threads: int = 1) -> list[bytes]:
+def compress_blocks(raw: RawBits, threads: int = 1, level: int = ZSTD_LEVEL) -> list[bytes]:
     """The frames of `raw` cut into blocks (the last one zero-padded): the one way
     bits become frames, for whole layer files and for a large layer's groups of
     blocks alike. On `threads` threads when there are several blocks (zstandard
@@ -144,11 +146,11 @@ def compress_blocks(raw: RawBits, threads: int = 1) -> list[bytes]:
     blocks = [view[i : i + BLOCK_BYTES] for i in range(0, len(view), BLOCK_BYTES)] or [view]
     if threads > 1 and len(blocks) > 1:
         with ThreadPoolExecutor(min(threads, len(blocks))) as pool:
-            return list(pool.map(compress_block, blocks))
-    return [compress_block(b) for b in blocks]
+            return list(pool.map(lambda b: compress_block(b, level), blocks))
+    return [compress_block(b, level) for b in blocks]
 
 
-def encode_bitset(bits: RawBits, nbits: int, threads: int = 1) -> bytes:
+def encode_bitset(bits: RawBits, nbits: int, threads: int = 1, level: int = ZSTD_LEVEL) -> bytes:
     """The file for a raw bitset of `nbits` positions (bytes past the bitset are ignored)."""
     nbytes = bitset_bytes(nbits)
     view = _as_bytes_view(bits)
@@ -161,8 +163,9 @@ def encode_bitset(bits: RawBits, nbits: int, threads: int = 1) -> bytes:
         last = (nbytes - 1) // BLOCK_BYTES * BLOCK_BYTES
         tail = bytearray(view[last:])
         tail[-1] &= (1 << (nbits % 8)) - 1
-        return build_file((compress_blocks(view[:last], threads) if last else []) + compress_blocks(tail))
-    return build_file(compress_blocks(view, threads))
+        head = compress_blocks(view[:last], threads, level) if last else []
+        return build_file(head + compress_blocks(tail, level=level))
+    return build_file(compress_blocks(view, threads, level))
 
 
 def parse_header(

@@ -13,6 +13,14 @@ from ..solve import code_arrays
 from ..solve.code_arrays import Codes
 from . import format as fmt
 
+# The distance files are this project's own (the win/draw files keep the published
+# level 19), so their level is chosen by measurement (benchmarks/dtz_level_bench.py
+# on the 59 distance files of k1 + k2 >= 22 solved first, 104 blocks, one core):
+# level 19 took 133.7 s, 9.7x the level-19 win/draw files of the same layers, for
+# 54.0 MB; level 1 took 0.8 s (0.06x) for 71.3 MB, smaller than level 3's 71.5 MB
+# and within 7% of level 6's (3.7 s); decompression 0.28-0.33 s at every level.
+DTZ_LEVEL = 1
+
 Bits: TypeAlias = npt.NDArray[np.uint8]  # a bitset as bytes, LSB first
 Counts: TypeAlias = tuple[int, int, int]  # (wins, draws, losses)
 
@@ -86,7 +94,7 @@ def distance_bytes(dtz: npt.NDArray[np.integer[Any]], width: int) -> Bits:
 def encode_distances(dtz: npt.NDArray[np.integer[Any]], width: int) -> bytes:
     """The layer_<k1>_<k2>_dtz.bin file: the byte table in the same block format."""
     raw = distance_bytes(dtz, width)
-    return fmt.encode_bitset(raw, 8 * raw.shape[0])
+    return fmt.encode_bitset(raw, 8 * raw.shape[0], level=DTZ_LEVEL)
 
 
 def decode_distances(data: bytes, npos: int, width: int, k1: int, k2: int) -> npt.NDArray[np.int64]:

@@ -8,6 +8,7 @@ captures reach (SPEC.md, "Layers and their order").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -68,6 +69,26 @@ class Plan:
             if (p.a, p.b) == (a, b):
                 return p
         raise KeyError(layer)
+
+    def dependents(self) -> dict[str, list[PairPlan]]:
+        """pair key -> the pairs of the plan that read one of its layers."""
+        owner = {layer: p.key for p in self.pairs for layer in p.layers}
+        found: dict[str, list[PairPlan]] = {p.key: [] for p in self.pairs}
+        for p in self.pairs:
+            for key in sorted({owner[d] for d in p.deps if d in owner}):
+                found[key].append(p)
+        return found
+
+    def remaining_paths(self, cost: Callable[[PairPlan], float]) -> dict[str, float]:
+        """pair key -> the cost of the longest chain of pairs from it to the end of
+        the plan (itself included, each pair cost(pair)): what must still run one
+        after another once it starts. The pairs are in solving order, so each
+        pair's dependents come after it."""
+        dependents = self.dependents()
+        paths: dict[str, float] = {}
+        for p in reversed(self.pairs):
+            paths[p.key] = cost(p) + max((paths[q.key] for q in dependents[p.key]), default=0.0)
+        return paths
 
     def describe(self) -> str:
         v = self.variant

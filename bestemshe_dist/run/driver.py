@@ -40,6 +40,7 @@ from ..game.dag import PairPlan, Plan
 from ..game.geometry import partner
 from ..naming import (
     PAIRS,
+    SLOTS,
     SOLVE_RECORD,
     check_key,
     chunk_key,
@@ -87,10 +88,17 @@ HOST_POLL_SECONDS = 5.0
 # pair 8-12's rounds of 100,000-500,000 sources take 0.1-0.3 s of work in one
 # thread, and spread over tasks paid about 0.2 s of waits on the cluster.
 SMALL_ROUND_SOURCES = 1 << 19
-# Dask priority of the tasks a whole round waits on (flushes, small rounds): they
-# are short, and without it they queue behind other pairs' long chunk tasks (in the
-# --min-captured 20 solve, pair 10-12's last 70 rounds took 456 s so).
-BARRIER_PRIORITY = 10
+# Dask priorities (higher runs first among ready tasks), by kind, then by the pair's
+# place on the DAG's critical path (Driver.priority). Tasks a whole round waits on
+# (counting rounds, flushes, small rounds) go first: they are short, and without it
+# they queued behind other pairs' long chunk tasks (in the --min-captured 20 solve,
+# pair 10-12's last 70 rounds took 456 s so). Publication goes last: it is only
+# compression, and no round should wait on it.
+PUBLISH, SOLVE, BARRIER = 0, 1, 2
+# A pair's cost on the critical path, in positions, beyond its own positions: the
+# latency of its rounds one after another (a large pair's tail is dozens of rounds
+# of a few hundred decisions; ~0.02-0.05 s each by counting).
+PAIR_LATENCY_POSITIONS = 1 << 20
 
 # Two 4 MiB blocks of positions: chunks align with blocks, so each chunk's output
 # compresses on its own; large enough that a round's fixed costs stay small.
@@ -149,6 +157,23 @@ class _RedoRound(Exception):
     """A round's decisions were lost with a host: run the round again."""
 
 
+def worker_info(client: Client) -> dict[str, dict[str, Any]]:
+    """Every worker's record at the scheduler (host, threads, memory limit), asked
+    for now. Client.scheduler_info() returns a cache that the client's own
+    periodic refresh replaces with one holding no workers, so it could read as
+    an empty cluster in the middle of a solve."""
+    scheduler = client.scheduler
+    assert scheduler is not None  # a connected client
+    workers: dict[str, dict[str, Any]] = client.sync(scheduler.identity, n_workers=-1)["workers"]
+    return workers
+
+
+def worker_slots(info: dict[str, Any]) -> int:
+    """The threads a worker gives the solve's work: its SLOTS where it has them
+    (the one thread more is for round barriers), else its threads."""
+    return int(info.get("resources", {}).get(SLOTS, info.get("nthreads", 1)))
+
+
 class Driver:
     def __init__(
         self,
@@ -188,6 +213,11 @@ class Driver:
         self.host_memory_peak = 0
         self.reads: dict[str, int] = {}  # worker -> bytes read from stores, at the last look
         self.stop_after_rounds = stop_after_rounds
+        # Pairs ranked by the longest chain of pairs still to run from them (1 = the
+        # shortest): the critical path's pairs get their tasks run first.
+        paths = plan.remaining_paths(lambda p: p.positions + PAIR_LATENCY_POSITIONS)
+        self.urgency = {key: n for n, key in enumerate(sorted(paths, key=lambda k: (paths[k], k)), 1)}
+        self.slotted: bool | None = None  # whether tasks take SLOTS (placement)
         # solve --synthetic-deps: one pair, dependency layers made on the workers
         self.synthetic = job.synthetic is not None
         self.synthetic_record = (
@@ -205,6 +235,22 @@ class Driver:
     def small(self, pair: PairPlan) -> bool:
         # A synthetic run always takes the chunked path it exists to measure.
         return pair.layer_size <= self.chunk_size and not self.synthetic
+
+    def priority(self, pair: PairPlan, kind: int) -> int:
+        """The Dask priority of a task of `pair` of `kind` (PUBLISH, SOLVE, BARRIER)."""
+        return kind * (len(self.urgency) + 1) + self.urgency[pair.key]
+
+    def placement(self, pair: PairPlan, kind: int) -> dict[str, Any]:
+        """A task's priority, and where every worker has SLOTS (a solve's local
+        cluster), one slot for all but the barriers: those take the thread the
+        workers keep beside their slots, so they never wait for a long task."""
+        if self.slotted is None:
+            workers = worker_info(self.client).values()
+            self.slotted = bool(workers) and all(SLOTS in w.get("resources", {}) for w in workers)
+        found: dict[str, Any] = {"priority": self.priority(pair, kind)}
+        if kind != BARRIER and self.slotted:
+            found["resources"] = {SLOTS: 1}
+        return found
 
     def dep_shas(self, pair: PairPlan) -> dict[tuple[int, int], str]:
         return {d: self.finished[d]["sha256"]["win"] for d in pair.deps if d in self.finished}
@@ -259,6 +305,7 @@ class Driver:
             self.dep_shas(pair),
             *dep_futures,
             key=self.task_key(pair.key),
+            **self.placement(pair, SOLVE),
             pure=False,
             retries=2,
         )
@@ -269,6 +316,7 @@ class Driver:
                 layer,
                 solved,
                 key=self.task_key(layer_key(*layer)),
+                **self.placement(pair, PUBLISH),
                 pure=False,
                 retries=2,
             )
@@ -299,6 +347,7 @@ class Driver:
         ]
         undecided = undecided_after(pair.positions, markers)
         evaluations = sum(m["evaluations"] for m in markers)
+        unmoves = sum(m.get("unmoves", 0) for m in markers)
         seconds = sum(m["seconds"] for m in markers)
         round_ = len(markers)
         last_decided = markers[-1]["decided"] if markers else None
@@ -371,6 +420,7 @@ class Driver:
             markers.append(marker)
             undecided = undecided_after(pair.positions, markers)
             evaluations += marker["evaluations"]
+            unmoves += marker["unmoves"]
             seconds += marker["seconds"]
             self.log(
                 f"{pair.key} round {round_} ({mode}, {counted(len(chunks), 'chunk')}, {counted(len(results), 'task')}): "
@@ -443,6 +493,7 @@ class Driver:
                     checkpoints_of(layer, table, b, min(b + step, blocks), width),
                     self.method_for(pair),
                     key=self.task_key(publish_part_key(pair.key, layer, table, g)),
+                    **self.placement(pair, PUBLISH),
                     pure=False,
                     retries=3,
                     # A counting pair's values are in its host's states: read there
@@ -462,7 +513,9 @@ class Driver:
                 evaluations,
                 seconds,
                 self.method_for(pair),
+                unmoves,
                 key=self.task_key(layer_key(*layer)),
+                **self.placement(pair, PUBLISH),
                 pure=False,
                 retries=3,
             )
@@ -487,6 +540,11 @@ class Driver:
         its states from the checkpoints) and runs the round again."""
         for attempt in range(1, 4):
             threads = self.domain_threads()
+            if not threads:
+                raise BestemsheError(
+                    f"{pair.key} round {round_}: the cluster has no worker left; "
+                    "check it and run the solve again to resume."
+                )
             host = self.count_hosts.get(pair.key)
             if host not in threads:
                 # The host with the most threads free of other counting pairs.
@@ -506,7 +564,7 @@ class Driver:
                 key=self.task_key(chunk_key(pair.key, round_, 0)),
                 workers=[host],
                 allow_other_workers=False,
-                priority=BARRIER_PRIORITY,
+                **self.placement(pair, BARRIER),
                 pure=False,
                 retries=2,
             )
@@ -553,7 +611,7 @@ class Driver:
             self.chunk_size,
             previous,
             key=self.task_key(small_round_key(pair.key, round_)),
-            priority=BARRIER_PRIORITY,
+            **self.placement(pair, BARRIER),
             pure=False,
             retries=3,
         )
@@ -615,7 +673,7 @@ class Driver:
             # A frontier chunk without sources has nothing to do: in a pair's tail
             # (dozens of rounds deciding a few hundred positions) most have none.
             chunks = [chunk for chunk in chunks if (tuple(chunk[0]), chunk[1]) in sources]
-            threads = sum(client.nthreads().values()) or 1
+            threads = sum(self.domain_threads().values()) or 1
             tasks = frontier_pieces(
                 chunks,
                 {key: sum((weights or {}).get(name, 0) for name in names) for key, names in sources.items()},
@@ -645,6 +703,7 @@ class Driver:
                 sources.get((tuple(layer), c), []),
                 None if piece is None else piece[1:],
                 key=key(layer, c, piece),
+                **self.placement(pair, SOLVE),
                 pure=False,
                 retries=3,
             )
@@ -669,10 +728,10 @@ class Driver:
 
     def domain_threads(self) -> dict[str, int]:
         """Threads of each memory domain (memory_domains)."""
-        workers = self.client.scheduler_info()["workers"]
+        workers = worker_info(self.client)
         threads: Counter[str] = Counter()
         for address, w in workers.items():
-            threads[address if is_private(self.job.space) else w["host"]] += w.get("nthreads", 1)
+            threads[address if is_private(self.job.space) else w["host"]] += worker_slots(w)
         return dict(threads)
 
     def _flush(
@@ -715,7 +774,7 @@ class Driver:
                     allow_other_workers=False,
                     pure=False,
                     retries=2,
-                    priority=BARRIER_PRIORITY,
+                    **self.placement(pair, BARRIER),
                     key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g)),
                 )
         with self.round_lock:
@@ -805,7 +864,7 @@ class Driver:
     def hosts(self) -> dict[str, dict[str, Any]]:
         """host -> {"budget", "threads", "processes"}: what each host's workers may hold
         (the sum of their memory limits, at most the host's RAM)."""
-        workers = self.client.scheduler_info()["workers"]
+        workers = worker_info(self.client)
         ram = self.client.run(host_ram_bytes)
         room = self.client.run(host_memory_room, self.job.space)
         hosts: dict[str, dict[str, Any]] = {}
@@ -815,7 +874,7 @@ class Driver:
                 {"limits": [], "threads": 0, "processes": 0, "ram": 0, "room": None, "folder": ""},
             )
             h["limits"].append(info.get("memory_limit") or 0)
-            h["threads"] += info.get("nthreads", 1)
+            h["threads"] += worker_slots(info)
             h["processes"] += 1
             h["ram"] = max(h["ram"], ram.get(address, 0))
             if address in room:
@@ -923,6 +982,21 @@ class Driver:
                 return False
         return True
 
+    def hold_back(self, pending: list[PairPlan], stopped: set[tuple[int, int]]) -> None:
+        """Pairs that need a layer left unpublished (--stop-after-rounds) cannot start
+        in this run: they join `stopped`, and so does what needs them."""
+        held: list[str] = []
+        while blocked := [p for p in pending if any(d in stopped for d in p.deps)]:
+            for pair in blocked:
+                pending.remove(pair)
+                stopped.update(pair.layers)
+                held.append(pair.key)
+        if held:
+            self.log(
+                f"{counted(len(held), 'pair')} not started ({', '.join(held[:3])}"
+                f"{', ...' if len(held) > 3 else ''}): each needs a pair stopped by --stop-after-rounds"
+            )
+
     def run(self) -> SolveSummary:
         start = time.perf_counter()
         self.manifest = self.store.open_manifest(self.job.variant, self.synthetic_record)
@@ -936,7 +1010,10 @@ class Driver:
         skipped = len(set(self.finished) & set(self.plan.layers))
         if skipped:
             self.log(f"{counted(skipped, 'layer')} already published, skipped")
-        pending = [p for p in self.plan.pairs if self.unpublished(p)]
+        # The critical path's pairs first, where several could start.
+        pending = sorted(
+            (p for p in self.plan.pairs if self.unpublished(p)), key=lambda p: -self.urgency[p.key]
+        )
         self.check_memory(pending)
         todo = {layer for p in pending for layer in self.unpublished(p)}
         write_json(
@@ -972,6 +1049,7 @@ class Driver:
                     del self.in_flight[key]
                     if not published:  # --stop-after-rounds: the pair ends unpublished
                         stopped.update(self.plan.pair_by_key(key).layers)
+                        self.hold_back(pending, stopped)
                     for layer, f in published.items():
                         self.layer_futures[layer] = f
                         self._watch(f, "layer")
@@ -1092,7 +1170,7 @@ def frontier_pieces(
 def space_name(client: Client, name: str) -> str:
     """The solve run's host memory space: private to each worker process when every
     host runs one (its threads share it; hostmem.py says why that is faster)."""
-    per_host = Counter(w["host"] for w in client.scheduler_info()["workers"].values())
+    per_host = Counter(w["host"] for w in worker_info(client).values())
     return private_name(name) if per_host and max(per_host.values()) == 1 else name
 
 

@@ -9,7 +9,8 @@ a round that finds anything else (a new host, a new run, a try that died)
 first brings the states back from the checkpoints in the store: every round's
 decisions marked, the counts taken again from the paired layer's WINs (one
 forward pass, as round 0), then the last round marked. A round costs its
-un-moves and its checkpoint writes; nothing is read back on the host that made it.
+un-moves, its checkpoint writes and reading the last round's parts back (its
+sources); the round array holds one layer's decisions at a time.
 
 What the host holds: 3 bits a position of each layer (the states), the round
 array (2 bits a position of one layer) and the dependency rows (hostpair.py).
@@ -22,6 +23,9 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from ..data.checkpoint import decode_part
 from ..data.store import read_json
@@ -39,6 +43,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# Decisions a walk call logs (8 bytes each, per thread): a round whose walks all
+# fit writes its parts from the logs, without a scan of the layer's round array.
+LOG_POSITIONS = 1 << 16
+_NONE = np.zeros(0, np.int64)
+_NO_VALUES = np.zeros(0, np.uint8)
+_NO_CODES = np.zeros(1, np.uint64)
 
 
 def counting_arrays(pair: PairPlan) -> list[str]:
@@ -153,7 +164,6 @@ def count_round(
     threads: int,
     tag: str,
     write_part: Callable[[str, Delta], None],
-    read_sources: Callable[[int, int, list[str]], tuple[tuple[int, Any, int], int]],
     part_name: Callable[[int, tuple[int, int], int, str], str],
 ) -> dict[str, Any]:
     """Round `round_` of a counting pair, whole, on this host (see the module's
@@ -218,39 +228,87 @@ def count_round(
                 found = parse_part(name)
                 assert found is not None  # the driver lists parts only
                 by_chunk.setdefault(found, []).append(name)
+            store = job.store()
             for target in pair.layers:
                 source = partner(target)
                 mark = time.perf_counter()
+                logs: list[tuple[npt.NDArray[np.int64], int]] = []
 
-                def walk(item: tuple[int, int, int], source: tuple[int, int] = source) -> None:
+                def walk(
+                    item: tuple[int, int, int],
+                    source: tuple[int, int] = source,
+                    logs: list[tuple[npt.NDArray[np.int64], int]] = logs,
+                ) -> None:
                     c, lo, hi = item
-                    (fresh_lo, fresh, _), _ = read_sources(lo, hi, by_chunk[(source, c)])
-                    wins, losses, unmoves = state.walk(source, fresh, fresh_lo, lo, hi)
+                    parts = [decode_part(store.read_bytes(name)) for name in by_chunk[(source, c)]]
+                    log = np.empty(LOG_POSITIONS, np.int64)
+                    if all(part.dense is None for part in parts):  # a few sources: walked as a list
+                        listed = np.concatenate([p.ranks for p in parts if p.ranks is not None] + [_NONE])
+                        values = np.concatenate(
+                            [p.values for p in parts if p.values is not None] + [_NO_VALUES]
+                        )
+                        held = listed.nbytes + values.nbytes
+                        if not listed.shape[0]:
+                            with lock:
+                                logs.append((log, 0))
+                            return
+                        wins, losses, unmoves, logged = state.walk(
+                            source, _NO_CODES, 0, lo, hi, listed, values, log
+                        )
+                    else:
+                        fresh_lo = lo & ~31
+                        fresh = code_arrays.new_codes(hi - fresh_lo)
+                        for part in parts:
+                            part.apply(fresh, offset=fresh_lo)
+                        held = fresh.nbytes
+                        wins, losses, unmoves, logged = state.walk(source, fresh, fresh_lo, lo, hi, log=log)
                     add(wins, losses, 0, unmoves)
                     with lock:
-                        result["task_bytes"] = max(result["task_bytes"], fresh.nbytes)
+                        result["task_bytes"] = max(result["task_bytes"], held)
+                        logs.append((log, logged))
 
                 todo = [(c, lo, hi) for c, (lo, hi) in enumerate(ranges) if (source, c) in by_chunk]
                 in_threads(threads, todo, walk)
                 phases["kernel"] = phases.get("kernel", 0.0) + time.perf_counter() - mark
                 mark = time.perf_counter()
-
-                def flush(item: tuple[int, int, int], target: tuple[int, int] = target) -> bool:
-                    c, lo, hi = item
-                    delta = state.take(target, lo, hi, round_, clear=False)
-                    if delta.decided:
-                        name = part_name(round_, target, c, tag)
-                        write_part(name, delta)
-                        with lock:
+                if all(logged <= log.shape[0] for log, logged in logs):
+                    # Every decision was logged: the parts come from the list, and only
+                    # its words of the round array are cleared (a tail round's flush
+                    # scanned and cleared the whole layer: 0.1-0.3 s a round).
+                    decided = np.sort(np.concatenate([log[:logged] for log, logged in logs] + [_NONE]))
+                    edges = np.searchsorted(decided, [hi for _, hi in ranges])
+                    for c, (lo, hi) in enumerate(ranges):
+                        ranks = decided[(edges[c - 1] if c else 0) : edges[c]]
+                        if ranks.shape[0]:
+                            # dense where the parts are written dense (tasks._write_part)
+                            few = ranks.shape[0] * 16 < hi - lo
+                            delta = (
+                                state.listed_delta(target, lo, hi, round_, ranks.copy())
+                                if few
+                                else state.take(target, lo, hi, round_, clear=False)
+                            )
+                            name = part_name(round_, target, c, tag)
+                            write_part(name, delta)
                             result["parts"][name] = delta.decided
-                    return delta.decided > 0
+                    state.found[target][np.unique(decided >> 5)] = 0
+                else:
 
-                items = [(c, lo, hi) for c, (lo, hi) in enumerate(ranges)]
-                # Emptied one chunk after another once written: chunk edges may fall
-                # inside a word, which two threads must not both rewrite.
-                for (_, lo, hi), held in zip(items, in_threads(threads, items, flush), strict=True):
-                    if held:
-                        state.clear(target, lo, hi)
+                    def flush(item: tuple[int, int, int], target: tuple[int, int] = target) -> bool:
+                        c, lo, hi = item
+                        delta = state.take(target, lo, hi, round_, clear=False)
+                        if delta.decided:
+                            name = part_name(round_, target, c, tag)
+                            write_part(name, delta)
+                            with lock:
+                                result["parts"][name] = delta.decided
+                        return delta.decided > 0
+
+                    items = [(c, lo, hi) for c, (lo, hi) in enumerate(ranges)]
+                    # Emptied one chunk after another once written: chunk edges may fall
+                    # inside a word, which two threads must not both rewrite.
+                    for (_, lo, hi), held in zip(items, in_threads(threads, items, flush), strict=True):
+                        if held:
+                            state.clear(target, lo, hi)
                 phases["flush"] = phases.get("flush", 0.0) + time.perf_counter() - mark
             host.note(round_, True)
     result["seconds"] = time.perf_counter() - start

@@ -33,7 +33,7 @@ from ..data import format as fmt
 from ..data.cache import OnceCache
 from ..data.checkpoint import decode_part, encode_part
 from ..data.checksums import FileSums, LayerSums, manifest_record
-from ..data.layer_files import distance_bytes, distance_width, encode_distances, encode_layer
+from ..data.layer_files import DTZ_LEVEL, distance_bytes, distance_width, encode_distances, encode_layer
 from ..data.store import Store, StoreJob
 from ..game.dag import PairPlan
 from ..game.geometry import partner
@@ -73,7 +73,7 @@ WORDS_PER_BLOCK = fmt.BLOCK_BITS // 32
 class Job(StoreJob):
     """A solve's tasks: the store and variant, and how to solve."""
 
-    method: str = FRONTIER
+    method: str = COUNTING
     dtz: bool = False  # also write distance tables (layer_*_dtz.bin)
     space: str = ""  # this solve run's host memory (hostmem.py); set by the driver
     synthetic: int | None = None  # seed of synthetic dependency layers (solve --synthetic-deps)
@@ -145,6 +145,7 @@ def solve_pair_task(
             result.seconds,
             time.perf_counter() - start,
             max_dtz,
+            result.unmoves,
         )
     return entries
 
@@ -161,6 +162,7 @@ def layer_entry(
     solve_s: float,
     publish_s: float,
     max_dtz: int | None = None,
+    unmoves: int = 0,
 ) -> dict[str, Any]:
     wins, draws, losses = counts
     entry: dict[str, Any] = {
@@ -173,7 +175,8 @@ def layer_entry(
         "checksums": checksums,  # the sidecar of every frame's checksum (checksums.py)
         "counts": {"win": int(wins), "draw": int(draws), "loss": int(losses)},
         "rounds": rounds,
-        "evaluations": int(evaluations),
+        "evaluations": int(evaluations),  # the pair's, over all rounds (as "unmoves")
+        "unmoves": int(unmoves),  # un-moves walked from decided positions (counting)
         "method": method,
         "solve_seconds": round(solve_s, 3),
         "publish_seconds": round(publish_s, 3),
@@ -482,7 +485,6 @@ def count_round_task(
         threads,
         host_tag(domain),
         lambda name, delta: _write_part(store, name, delta),
-        lambda lo, hi, names: _read_sources(store, lo, hi, names),
         lambda r, layer, chunk, tag: part_name(pair.key, r, layer, chunk, tag),
     )
     result.update(host=domain, exact={}, name=None)
@@ -554,7 +556,7 @@ def publish_part_task(
         blocks = {"dtz": raw}
     store = job.store()
     for kind, raw in blocks.items():
-        frames = fmt.compress_blocks(raw[:nbytes])
+        frames = fmt.compress_blocks(raw[:nbytes], level=DTZ_LEVEL if kind == "dtz" else fmt.ZSTD_LEVEL)
         store.write_bytes(publish_part_name(pair.key, layer, kind, group), b"".join(frames))
         result["sizes"][kind] = [len(f) for f in frames]
     return result
@@ -569,6 +571,7 @@ def assemble_layer_task(
     evaluations: int,
     solve_seconds: float,
     method: str = FRONTIER,
+    unmoves: int = 0,
 ) -> dict[str, Any]:
     """Build a layer's files from the compressed parts (no decompression) and put
     each in place whole; returns the manifest entry."""
@@ -606,6 +609,7 @@ def assemble_layer_task(
         solve_seconds,
         time.perf_counter() - start,
         max(dtz_parts) if dtz_parts else None,
+        unmoves,
     )
 
 
@@ -739,6 +743,9 @@ def warm_up(pits: int = 5) -> float:
     counts.first_round((0, 0), 0, counts.size)
     counts.recount((0, 0), 0, counts.size)
     counts.walk((0, 0), fresh, 0, 0, counts.size)
+    listed = np.zeros(1, np.int64)
+    counts.walk((0, 0), fresh, 0, 0, counts.size, listed, np.ones(1, np.uint8), np.empty(4, np.int64))
+    counts.listed_delta((0, 0), 0, counts.size, 0, listed)
     counting.mark(counts.states[(0, 0)], delta)
     counting.mark(counts.states[(0, 0)], delta.sparse())
     counts.codes_of((0, 0), 0, counts.size)

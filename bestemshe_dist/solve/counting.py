@@ -62,6 +62,8 @@ COUNTED = 2  # state 2 + c: c moves still unknown
 _MASK = np.uint64(7)
 
 States = npt.NDArray[np.uint64]
+_NONE = np.zeros(0, np.int64)
+_NO_VALUES = np.zeros(0, np.uint8)
 
 
 @njit(cache=True, nogil=True)
@@ -291,13 +293,30 @@ def _reached(states, found, x, child_code):
             return 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _settle(states, found, ring, kinds, done, log, logged):
+    """The update of the ring's oldest predecessor (_reached); a decision goes
+    into `log` while it has room. Returns (what _reached made, decisions so far)."""
+    slot = done & (kernels.PREDS - 1)
+    made = _reached(states, found, ring[slot], kinds[slot])
+    if made != 0:
+        if logged < log.shape[0]:
+            log[logged] = ring[slot]
+        logged += 1
+    return made, logged
+
+
 @njit(cache=True, nogil=True)
-def walk_range(pits, stones, fresh, fresh_lo, lo, hi, states, found, binom):
-    """Walk the un-moves of the partner layer's positions decided last round (the
-    codes `fresh`, position fresh_lo + i at index i, fresh_lo a multiple of 32)
-    with rank in [lo, hi), onto their predecessors in this layer (`states`,
-    updated in place; this round's decisions also gather in `found`).
-    Returns (new wins, new losses, un-moves walked).
+def walk_range(pits, stones, fresh, fresh_lo, lo, hi, listed, values, states, found, binom, log):
+    """Walk the un-moves of the partner layer's positions decided last round onto
+    their predecessors in this layer (`states`, updated in place; this round's
+    decisions also gather in `found`). The sources are either the codes `fresh`
+    (position fresh_lo + i at index i, fresh_lo a multiple of 32), those with
+    rank in [lo, hi); or, when `listed` is not empty, the positions `listed`
+    with their codes `values` (a tail round's few sources, without a scan of
+    the chunk). The ranks this call decides go into `log` as far as it holds
+    them. Returns (new wins, new losses, un-moves walked, decisions logged or
+    not: their number).
 
     A predecessor's state and round-array words are prefetched when it is ranked
     and updated PREDS predecessors later, so the reads overlap."""
@@ -312,18 +331,25 @@ def walk_range(pits, stones, fresh, fresh_lo, lo, hi, states, found, binom):
     done = 0
     wins = 0
     losses = 0
+    logged = 0
     base = fresh_lo >> 5
     at = -1 - kernels.WALK
     w, j = lo >> 5, 0
+    i = 0
     while True:
-        target, code, w, j = _next_decided(fresh, base, lo, hi, w, j)
-        if target < 0:
-            break
+        if listed.shape[0] > 0:
+            if i == listed.shape[0]:
+                break
+            target, code = listed[i], np.uint64(values[i])
+            i += 1
+        else:
+            target, code, w, j = _next_decided(fresh, base, lo, hi, w, j)
+            if target < 0:
+                break
         at = kernels._reach(child, at, target, stones, binom)
         for p in range(unmove_specs(child, pits, after, specs)):
             if queued - done == kernels.PREDS:
-                slot = done & (kernels.PREDS - 1)
-                made = _reached(states, found, ring[slot], kinds[slot])
+                made, logged = _settle(states, found, ring, kinds, done, log, logged)
                 wins += made == 1
                 losses += made == 2
                 done += 1
@@ -335,12 +361,18 @@ def walk_range(pits, stones, fresh, fresh_lo, lo, hi, states, found, binom):
             prefetch(states, x // PER_WORD)
             prefetch(found, x >> 5)
     while done < queued:
-        slot = done & (kernels.PREDS - 1)
-        made = _reached(states, found, ring[slot], kinds[slot])
+        made, logged = _settle(states, found, ring, kinds, done, log, logged)
         wins += made == 1
         losses += made == 2
         done += 1
-    return wins, losses, queued
+    return wins, losses, queued, logged
+
+
+@njit(cache=True, nogil=True)
+def states_at(states, ranks, out):
+    """out[i] = the state of position ranks[i] (WIN 1 and LOSS 2 are also their codes)."""
+    for i in range(ranks.shape[0]):
+        out[i] = get_state(states, ranks[i])
 
 
 # -- between states and codes --------------------------------------------------------------
@@ -473,19 +505,40 @@ class CountingState(RoundState):
         return self._count(layer, lo, hi, code_arrays.new_codes(1), True)[2]
 
     def walk(
-        self, source_layer: Layer, fresh: Codes, fresh_lo: int, lo: int, hi: int
-    ) -> tuple[int, int, int]:
-        """Walk the un-moves of source_layer's positions with rank in [lo, hi) decided
-        last round (`fresh`, from position fresh_lo on) onto the partner layer. The
-        decisions gather in found[partner] (take() collects them). Returns (wins,
-        losses, un-moves) made by this call."""
+        self,
+        source_layer: Layer,
+        fresh: Codes,
+        fresh_lo: int,
+        lo: int,
+        hi: int,
+        listed: npt.NDArray[np.int64] = _NONE,
+        values: npt.NDArray[np.uint8] = _NO_VALUES,
+        log: npt.NDArray[np.int64] = _NONE,
+    ) -> tuple[int, int, int, int]:
+        """Walk the un-moves of source_layer's positions decided last round onto the
+        partner layer: those with rank in [lo, hi) of `fresh` (from position
+        fresh_lo on), or the positions `listed` with their codes `values`. The
+        decisions gather in found[partner] (take() collects them) and, as far as
+        it holds them, in `log`. Returns (wins, losses, un-moves, decisions) made
+        by this call."""
         v = self.variant
         layer = partner(source_layer)
-        wins, losses, unmoves = kernels.call_specialized(
-            walk_range,
-            (v.pits, self.stones, fresh, fresh_lo, lo, hi, self.states[layer], self.found[layer], v.binom),
+        args = (v.pits, self.stones, fresh, fresh_lo, lo, hi, listed, values)
+        wins, losses, unmoves, logged = kernels.call_specialized(
+            walk_range, (*args, self.states[layer], self.found[layer], v.binom, log)
         )
-        return int(wins), int(losses), int(unmoves)
+        return int(wins), int(losses), int(unmoves), int(logged)
+
+    def listed_delta(
+        self, layer: Layer, lo: int, hi: int, round_: int, ranks: npt.NDArray[np.int64]
+    ) -> Delta:
+        """The sparse Delta of this round's decisions `ranks` (sorted, in [lo, hi))
+        of layer, their values read from the states; what take() gives, without a
+        scan of the round array."""
+        values = np.empty(ranks.shape[0], np.uint8)
+        states_at(self.states[layer], ranks, values)
+        wins = int(np.count_nonzero(values == WIN))
+        return Delta(layer, round_, lo, hi, ranks=ranks, values=values, wins=wins, losses=len(ranks) - wins)
 
     def apply(self, deltas: Iterable[Delta]) -> int:
         """Mark decisions in the states (a walk marks its own already: marking again
