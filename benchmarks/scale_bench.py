@@ -66,11 +66,12 @@ from bestemshe_dist.solve.pair import COUNTING
 FRONTIER_EVALUATIONS = 0.92
 # Every decided position is walked once (draws never are: an upper bound).
 WALKED_SHARE = 1.0
-# Publication, core-seconds per position: level-19 win/draw files (pair 8-12 by
-# the CLI: PUBLISH_MEASURED), and the distance files at DTZ_LEVEL, rebuilt from
-# the checkpoints (pair 8-12 with --dtz: DTZ_MEASURED).
+# Publication, core-seconds per position: level-19 win/draw files (pair 8-12's
+# 4.24e8 positions: 54.8 core-seconds), and the distance files at DTZ_LEVEL,
+# rebuilt from the checkpoints (pair 8-12 through the CLI with --dtz: 146.1 s
+# against 139.9 s on 2 cores, about 12.4 core-seconds more).
 PUBLISH_CORE_SECONDS = 1.29e-7
-DTZ_CORE_SECONDS = 1.0e-7
+DTZ_CORE_SECONDS = 2.9e-8
 # The solve of k1 + k2 >= 16 (2 workers): pairs took 75-87 rounds, and its 732
 # frontier rounds deciding under 1,000 positions took 0.41 s each (median).
 ROUNDS_PER_PAIR = 85
