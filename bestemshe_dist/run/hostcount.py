@@ -36,7 +36,7 @@ from ..solve import code_arrays, counting
 from ..solve.counting import CountingState
 from ..solve.pair import Delta, chunk_ranges
 from . import hostmem
-from .hostpair import DepSource, dep_bundle
+from .hostpair import DepSource, PairsHeld, dep_bundle
 
 if TYPE_CHECKING:
     from .tasks import Job
@@ -123,35 +123,24 @@ def in_threads(threads: int, items: list[T], work: Callable[[T], R]) -> list[R]:
         return list(pool.map(work, items))
 
 
-_HOSTS: dict[tuple[str, str], HostCounting] = {}
-_HOSTS_LOCK = threading.Lock()
+_HOSTS: PairsHeld[HostCounting] = PairsHeld()
 
 
 def host_counting(
     job: Job, pair: PairPlan, dep_shas: dict[tuple[int, int], str], source: DepSource
 ) -> HostCounting:
-    key = (job.space, pair.key)
-    with _HOSTS_LOCK:
-        found = _HOSTS.get(key)
-    if found is None:
-        found = HostCounting(job, pair, dep_shas, source)
-        with _HOSTS_LOCK:
-            found = _HOSTS.setdefault(key, found)
-    return found
+    return _HOSTS.get(job.space, pair, lambda: HostCounting(job, pair, dep_shas, source))
 
 
 def forget_counting(space_name: str, pair: PairPlan) -> None:
-    with _HOSTS_LOCK:
-        _HOSTS.pop((space_name, pair.key), None)
+    _HOSTS.forget(space_name, pair)
     space = hostmem.space(space_name)
     space.drop(counting_arrays(pair))
     space.forget_state(counted_mark(pair.key))
 
 
 def forget_all_counting(space_name: str) -> None:
-    with _HOSTS_LOCK:
-        for key in [k for k in _HOSTS if k[0] == space_name]:
-            del _HOSTS[key]
+    _HOSTS.forget_all(space_name)
 
 
 def count_round(

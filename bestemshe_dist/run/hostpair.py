@@ -22,10 +22,10 @@ seeded hash with realistic shares of wins, draws and losses.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -207,19 +207,43 @@ class HostPair:
         return exact
 
 
-_PAIRS: dict[tuple[str, str], HostPair] = {}  # (space, pair key) -> its state
-_PAIRS_LOCK = threading.Lock()
+S = TypeVar("S")
+
+
+class PairsHeld(Generic[S]):
+    """This process's state of each pair of each solve run: (space, pair key) ->
+    state, made once however many threads ask (the loser of a race keeps the
+    winner's)."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, str], S] = {}
+        self._lock = threading.Lock()
+
+    def get(self, space_name: str, pair: PairPlan, make: Callable[[], S]) -> S:
+        key = (space_name, pair.key)
+        with self._lock:
+            found = self._held.get(key)
+        if found is None:
+            made = make()
+            with self._lock:
+                found = self._held.setdefault(key, made)
+        return found
+
+    def forget(self, space_name: str, pair: PairPlan) -> None:
+        with self._lock:
+            self._held.pop((space_name, pair.key), None)
+
+    def forget_all(self, space_name: str) -> None:
+        with self._lock:
+            for key in [k for k in self._held if k[0] == space_name]:
+                del self._held[key]
+
+
+_PAIRS: PairsHeld[HostPair] = PairsHeld()
 
 
 def host_pair(job: Job, pair: PairPlan, dep_shas: dict[tuple[int, int], str], source: DepSource) -> HostPair:
-    key = (job.space, pair.key)
-    with _PAIRS_LOCK:
-        found = _PAIRS.get(key)
-    if found is None:
-        found = HostPair(job, pair, dep_shas, source)
-        with _PAIRS_LOCK:
-            found = _PAIRS.setdefault(key, found)
-    return found
+    return _PAIRS.get(job.space, pair, lambda: HostPair(job, pair, dep_shas, source))
 
 
 def forget_pair(space_name: str, pair: PairPlan) -> None:
@@ -227,8 +251,7 @@ def forget_pair(space_name: str, pair: PairPlan) -> None:
     a task recomputed later (Dask redoes a finished task whose result died with a
     worker) must start from round 0, and finds the checkpoints gone, rather than
     take fresh zeros for the pair's values."""
-    with _PAIRS_LOCK:
-        _PAIRS.pop((space_name, pair.key), None)
+    _PAIRS.forget(space_name, pair)
     space = hostmem.space(space_name)
     space.drop(pair_arrays(pair))
     space.forget_state(applied_mark(pair.key))
@@ -236,6 +259,4 @@ def forget_pair(space_name: str, pair: PairPlan) -> None:
 
 def forget_all(space_name: str) -> None:
     """This process lets go of every pair of a solve run."""
-    with _PAIRS_LOCK:
-        for key in [k for k in _PAIRS if k[0] == space_name]:
-            del _PAIRS[key]
+    _PAIRS.forget_all(space_name)
