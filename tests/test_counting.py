@@ -2,6 +2,7 @@
 round-trip, and the memory model that gives a pair the frontier method where
 its states do not fit a host."""
 
+import itertools
 import logging
 import re
 
@@ -11,6 +12,7 @@ from conftest import FIXTURE_M40
 from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from bestemshe_dist.data.checkpoint import decode_part
 from bestemshe_dist.game.dag import make_plan, pair_plan
@@ -19,7 +21,7 @@ from bestemshe_dist.run import driver as run
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.memory import choose_method, pair_memory
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import code_arrays, counting
+from bestemshe_dist.solve import code_arrays, counting, kernels
 from bestemshe_dist.solve.pair import COUNTING, FRONTIER, Delta
 
 
@@ -57,6 +59,73 @@ def test_states_to_codes_and_marks_round_trip(values, lo):
         back = counting.new_states(lo + len(values))
         assert counting.mark(back, made) == wins + losses
         assert [int(counting.get_state(back, lo + i)) for i in range(len(values))] == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=8))
+def test_decided_bits_and_the_bit_scan_find_every_win_and_loss(words):
+    """_next_decided (decided_bits, trailing_zeros) returns the WIN and LOSS codes
+    of a range in rank order, and nothing else."""
+    fresh = np.array(words, np.uint64)
+    npos = 32 * len(words)
+    codes = [(int(words[i >> 5]) >> (2 * (i & 31))) & 3 for i in range(npos)]
+    for lo, hi in ((0, npos), (5, npos - 3), (33, 34)):
+        want = [(i, c) for i, c in enumerate(codes) if lo <= i < hi and c in (1, 2)]
+        assert _decided_list(fresh, lo, hi) == want
+
+
+@njit
+def _decided_list(fresh, lo, hi):
+    out = []
+    w, bits = (lo >> 5) - 1, np.uint64(0)
+    while True:
+        x, code, w, bits = counting._next_decided(fresh, 0, lo, hi, w, bits)
+        if x < 0:
+            return out
+        out.append((x, int(code)))
+
+
+@pytest.mark.parametrize(
+    "stones,pits,k1,k2,cuts", [(12, 3, 0, 2, (0, 5, 21, 100)), (16, 4, 2, 2, (7, 64, 300))]
+)
+def test_first_round_blocks_equal_the_position_by_position_count(stones, pits, k1, k2, cuts):
+    """Round 0 (first_range: blocks of moves, then captures, then whole words) sets
+    the states recount_range sets position by position when nothing is decided
+    yet, with ranges cut inside state words and run on two threads at once."""
+    from bestemshe_dist.run.hostcount import in_threads
+
+    variant = Variant(stones, pits)
+    pair = pair_plan(variant, min(k1, k2), max(k1, k2))
+    deps = _solved_before(variant, pair)
+    state = counting.CountingState(variant, pair.a, pair.b, deps)
+    layer, size = (k1, k2), state.size
+    edges = sorted({0, size, *(c for c in cuts if c < size)})
+    ranges = list(itertools.pairwise(edges))
+    deltas = in_threads(2, ranges, lambda r: state.first_round(layer, *r))
+    blocked = state.states[layer].copy()
+    # Each position by itself, every paired position undecided (a pair of one
+    # layer is its own partner: its partner's states are a separate empty array).
+    alone, undecided = counting.new_states(size), counting.new_states(size)
+    for lo, hi in ranges:
+        args = (pits, variant.win_kazan, k1, state.stones, lo, hi, alone, undecided, *state.deps[layer])
+        kernels.call_specialized(counting.recount_range, (*args, variant.binom))
+    assert (blocked == alone).all()
+    for (lo, hi), delta in zip(ranges, deltas, strict=True):
+        codes, wins, losses = state.codes_of(layer, lo, hi)
+        assert (delta.dense == codes).all() and (delta.wins, delta.losses) == (wins, losses)
+
+
+def _solved_before(variant, pair):
+    """The codes of every layer solved before `pair` (the frontier method, which
+    test_pair_rounds checks against brute force)."""
+    from bestemshe_dist.solve.pair import solve_pair
+
+    codes = {}
+    for p in make_plan(variant).pairs:
+        if p.key == pair.key:
+            return codes
+        codes.update(solve_pair(variant, p.a, p.b, codes, FRONTIER).codes)
+    raise AssertionError(pair.key)
 
 
 def test_memory_model_gives_frontier_where_counting_does_not_fit():

@@ -5,7 +5,7 @@ import io
 
 from conftest import run_cli
 
-from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.dag import make_plan, single_pair_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import SolveSummary
 from bestemshe_dist.watch.dashboard import SolveState, render
@@ -174,3 +174,14 @@ def test_solve_without_dashboard_and_plain_lines(tmp_path):
     assert all(line.startswith("[") for line in lines), done.stderr  # timestamped, no bar
     assert "/bestemshe" not in done.stderr and "dashboard http" not in done.stderr
     assert any("] progress: [" in line and "layers" in line and "ETA" in line for line in lines)
+
+
+def test_layers_outside_the_plan_are_not_counted_done():
+    """A --pair solve's folder holds its dependencies: they are not layers of its plan."""
+    stream = io.StringIO()
+    view = ProgressView(stream, tty=False, clock=_Clock())
+    plan = single_pair_plan(Variant(50, 5), 22, 22)
+    view.started(
+        plan, {(24, 24): _entry(24, 24, 55, 10, 5, 40), (22, 24): _entry(22, 24, 715, 1, 2, 712)}, {}
+    )
+    assert "] 0/1 layers, 0/" in stream.getvalue()

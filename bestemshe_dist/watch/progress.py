@@ -295,7 +295,9 @@ class ProgressView(Progress):
             self.pair_positions[p.key] = p.positions
             for n in names:
                 self.pair_of[n] = p.key
-        self.done = {layer_name(*l) for l in published}
+        # A folder may hold layers this plan does not solve (--pair's dependencies).
+        planned = {layer_name(*l) for l in plan.layers}
+        self.done = {layer_name(*l) for l in published} & planned
         self.done_layers = len(self.done)
         self.total_positions = sum(
             p.layer_size for p in plan.pairs for l in p.layers if layer_name(*l) not in self.done
