@@ -72,10 +72,11 @@ WALKED_SHARE = 1.0
 # against 139.9 s on 2 cores, about 12.4 core-seconds more).
 PUBLISH_CORE_SECONDS = 1.29e-7
 DTZ_CORE_SECONDS = 2.9e-8
-# The solve of k1 + k2 >= 16 (2 workers): pairs took 75-87 rounds, and its 732
-# frontier rounds deciding under 1,000 positions took 0.41 s each (median).
+# The counting solve of k1 + k2 >= 16 (one worker, 2 threads): pairs took 46-97
+# rounds, and its 732 rounds deciding under 1,000 positions took 0.39 s each (median,
+# beside other pairs' large rounds; a pair alone: 0.06 s).
 ROUNDS_PER_PAIR = 85
-ROUND_FLOOR_SECONDS = 0.41
+ROUND_FLOOR_SECONDS = 0.39
 
 
 def used_total_gib() -> float:

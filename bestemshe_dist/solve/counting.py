@@ -118,7 +118,7 @@ def _undecided(s):
 def _queue_moves(board, pits, win_kazan, k1, partner_states, deps, dep_start, binom, kids, slot):
     """A position's moves: captures as dependency indices (2 i + 1) and quiet
     moves as paired-layer indices (2 i), into kids[slot], prefetched. Returns
-    (kids queued, 0, won at once)."""
+    (kids queued, won at once)."""
     opponent = kernels.opponent_stones(board, pits)
     count = 0
     for pit in range(pits):
