@@ -6,6 +6,7 @@ a pair's state and rounds (a round's decisions are a Delta).
 - kernels.py      sweeps and frontier rounds over rank ranges of a pair (numba)
 - atomics.py      claiming a 2-bit code from several threads
 - prefetch.py     a software prefetch numba can call
+- bits.py         bit scans: a code word's decided positions, lowest first (numba)
 - pair.py         PairState, Delta, the round methods, a whole pair in one process
 - counting.py     counting retrograde: 3-bit states (21 a word), the first pass,
                   un-move walks, a whole pair in one process by counting
