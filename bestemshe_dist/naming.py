@@ -154,6 +154,9 @@ def parse_task_key(key: str) -> TaskName | None:
 # -- private work files beside a tablebase ------------------------------------------------
 PRIVATE = ".bestemshe"
 SOLVE_RECORD = f"{PRIVATE}/solve.json"  # the last solve's scope, for `status`
+RUN_LOG = f"{PRIVATE}/runs.jsonl"  # a line a solve run: when, how it ended, what it did
+VERIFIED = f"{PRIVATE}/verified"  # a record a layer whose positions verify checked and passed
+VERIFY_REPORT = f"{PRIVATE}/verify-report.json"  # the report of the last full verify
 LEASE = f"{PRIVATE}/lease.json"  # the one solve writing here
 PAIRS = f"{PRIVATE}/pairs"  # checkpointed rounds, pair by pair
 TMP = f"{PRIVATE}/tmp"  # whole files on their way into place
@@ -287,3 +290,9 @@ def counted(n: int, word: str, words: str | None = None) -> str:
     """`1 worker`, `2 workers`, `12,345 layers`: a count and its noun, agreeing (`words`
     for a plural that is not word + s)."""
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def verified_record(k1: int, k2: int, distances: bool) -> str:
+    """verify's record that every position of layer k1_k2 passed, bound to the files it
+    read; a check with distances and one of win/draw/loss alone each have their own."""
+    return f"{VERIFIED}/{layer_name(k1, k2)}-{'dtz' if distances else 'wdl'}.json"

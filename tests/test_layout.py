@@ -21,7 +21,20 @@ from conftest import ROOT
 PACKAGE = ROOT / "bestemshe_dist"
 ROOT_MODULES = {"__init__", "__main__", "errors", "naming"}
 BASE = {"errors", "naming"}
-FOLDERS = ("game", "solve", "data", "watch", "run", "cluster", "oracle", "verify", "serve", "learn", "cli")
+FOLDERS = (
+    "game",
+    "solve",
+    "data",
+    "watch",
+    "run",
+    "cluster",
+    "oracle",
+    "verify",
+    "serve",
+    "learn",
+    "results",
+    "cli",
+)
 ALLOWED = {
     "base": set(),
     "game": {"base"},
@@ -34,6 +47,7 @@ ALLOWED = {
     "verify": {"base", "game", "solve", "data"},
     "serve": {"base", "game", "solve", "data", "oracle"},
     "learn": {"base", "game", "solve", "data", "oracle"},
+    "results": {"base", "game", "solve", "data", "watch", "oracle"},
     "top": {
         "base",
         "game",
@@ -46,6 +60,7 @@ ALLOWED = {
         "verify",
         "serve",
         "learn",
+        "results",
         "top",
     },
 }

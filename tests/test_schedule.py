@@ -110,6 +110,47 @@ def test_tasks_carry_priorities_by_kind_then_by_critical_path(tmp_path):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 
 
+def test_a_counting_round_of_few_sources_is_a_barrier_and_a_large_one_takes_a_slot(tmp_path):
+    """A counting round is one task on its pair's host. One whose sources (the last
+    round's decisions) are few takes the thread kept beside the slots, so that no
+    other pair's large round holds it up; a large one (round 0, or many sources)
+    takes a slot. The files are the published ones."""
+    import re
+
+    from conftest import FIXTURE_M40
+
+    variant = Variant(50, 5)
+    plan = make_plan(variant, 40)
+    chunk = 20_000
+    lines = []
+    with (
+        LocalCluster(
+            **local_cluster_kwargs(None, 1, 2, in_process=True, dashboard_address="none", barrier_slot=True)
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        plugin = _Priorities(cluster.scheduler)
+        cluster.scheduler.add_plugin(plugin, name="priorities")
+        solve(client, Job(str(tmp_path), variant), plan, log=lines.append, chunk_size=chunk)
+    decided = {}
+    for line in lines:
+        m = re.match(r"(pair-\d+-\d+) round (\d+) \(counting.*\): ([\d,]+) decided", line)
+        if m:
+            decided[(m.group(1), int(m.group(2)))] = int(m.group(3).replace(",", ""))
+    kinds = {"barrier": 0, "slot": 0}
+    for key, resources in plugin.resources.items():
+        m = re.match(r"(pair-\d+-\d+)/round-(\d+)/chunk-0-", str(key))
+        if not m:
+            continue
+        pair, round_ = m.group(1), int(m.group(2))
+        small = round_ > 0 and run.is_small_round(decided[(pair, round_ - 1)], chunk)
+        assert resources == ({} if small else {SLOTS: 1}), (str(key), resources)
+        kinds["barrier" if small else "slot"] += 1
+    assert kinds["barrier"] > 10 and kinds["slot"] > 10, kinds
+    for path in FIXTURE_M40.glob("*.bin"):
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
 def test_the_driver_asks_the_scheduler_for_its_workers_not_the_clients_cache(client, tmp_path, monkeypatch):
     """Client.scheduler_info() is a cache that the client's periodic refresh
     replaces with one without workers: a driver reading it could find no host

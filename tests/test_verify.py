@@ -19,6 +19,7 @@ from bestemshe_dist.data.checksums import FileSums, LayerSums, manifest_record
 from bestemshe_dist.data.layer_files import encode_distances, encode_layer
 from bestemshe_dist.data.store import Store
 from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.geometry import capture_targets
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.naming import sums_file
 from bestemshe_dist.run.driver import solve
@@ -166,7 +167,8 @@ def check(client, folder, **kwargs):
     report = verify(
         client, str(folder), chunk_size=kwargs.pop("chunk_size", 1000), log=lines.append, **kwargs
     )
-    assert len(lines) == report["layers_checked"]
+    # a line a layer, and one more where earlier runs' records were taken
+    assert len(lines) == report["layers_checked"] + bool(report["layers_from_earlier_runs"])
     return report
 
 
@@ -523,3 +525,77 @@ def test_an_empty_folder_and_a_secret_url_are_one_sentence(tmp_path):
     done = run_cli("verify", "memory://user:hunter2@nowhere/tb")
     assert done.returncode == 1 and "hunter2" not in done.stderr + done.stdout
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# -- a verification over many runs ---------------------------------------------------------------
+def records_in(folder):
+    return sorted(p.name for p in (folder / ".bestemshe" / "verified").glob("*.json"))
+
+
+def test_a_rerun_skips_the_layers_that_passed_on_the_same_files(client, tb):
+    first = check(client, tb)
+    assert first["passed"] and first["proof"] and first["layers_from_earlier_runs"] == 0
+    assert records_in(tb) == sorted(f"{a}_{b}-dtz.json" for a, b in SMALL.layers)
+
+    # An interrupted run: the layers it had not finished have no record.
+    undone = [(0, 0), (0, 2), (2, 0)]
+    for layer in undone:
+        (tb / ".bestemshe" / "verified" / f"{layer[0]}_{layer[1]}-dtz.json").unlink()
+    lines = []
+    with get_task_stream(client) as stream:
+        again = verify(client, str(tb), chunk_size=1000, log=lines.append)
+    assert again["passed"] and again["proof"]
+    assert again["layers_from_earlier_runs"] == len(SMALL.layers) - len(undone)
+    assert again["positions_checked"] == first["positions_checked"]
+    assert [l["counts"] for l in again["layers"]] == [l["counts"] for l in first["layers"]]
+    assert f"{len(SMALL.layers) - len(undone)} layers verified by earlier runs on the same files" in lines[0]
+    assert "by earlier runs on the same files" in again["summary"]
+    checked = {t["key"].split("-chunk-")[0] for t in stream.data if "-chunk-" in t["key"]}
+    assert checked == {f"verify-{a}-{b}" for a, b in undone}  # only they were checked again
+    assert records_in(tb) == sorted(f"{a}_{b}-dtz.json" for a, b in SMALL.layers)
+
+    fresh = verify(client, str(tb), chunk_size=1000, fresh=True)
+    assert fresh["passed"] and fresh["layers_from_earlier_runs"] == 0
+    wdl = verify(client, str(tb), chunk_size=1000, wdl_only=True)  # another mode: its own records
+    assert wdl["layers_from_earlier_runs"] == 0 and not wdl["proof"]
+
+
+def test_a_record_binds_the_files_a_check_read(client, tb):
+    assert check(client, tb)["passed"]
+    # A file changed after its record (manifest and sidecar kept consistent, as a
+    # faulty solver would write them): the record no longer binds, the values fail.
+    variant, layer = SMALL, (2, 2)
+    codes = codes_of(tb, variant, layer)
+    rank = next(r for r in range(variant.layer_size(*layer)) if code_at(codes, r) == code_arrays.WIN)
+    flip_bit(tb, variant, layer, "win", rank, with_manifest=True)
+    report = verify(client, str(tb), chunk_size=1000)
+    assert not report["passed"]
+    failed = {l["layer"] for l in report["layers"] if not l["passed"]}
+    assert "2_2" in failed
+    # Every layer whose check reads 2_2 (itself, its partner, what captures into it) is checked again.
+    readers = {
+        f"{a}_{b}" for a, b in SMALL.layers if (2, 2) in [(a, b), (b, a), *capture_targets(SMALL, a, b)]
+    }
+    assert len(readers) > 1
+    skipped = {l["layer"] for l in report["layers"] if "earlier run" in l["note"]}
+    assert skipped == {f"{a}_{b}" for a, b in SMALL.layers} - readers
+    assert report["layers_from_earlier_runs"] == len(skipped)
+
+
+def test_command_line_rerun_says_it_skipped(tmp_path):
+    assert (
+        run_cli("solve", "--stones", "6", "--pits", "1", "--dtz", "--out", tmp_path, "--quiet").returncode
+        == 0
+    )
+    assert run_cli("verify", tmp_path, "--workers", "1").returncode == 0
+    done = run_cli("verify", tmp_path, "--workers", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0] == (
+        "4 layers verified by earlier runs on the same files: their positions are not checked again "
+        "(--fresh checks them)"
+    )
+    assert all("verified by an earlier run on the same files" in line for line in lines[1:-1])
+    assert "PASSED with distance tables" in lines[-1]
+    done = run_cli("verify", tmp_path, "--workers", "1", "--fresh")
+    assert done.returncode == 0 and "earlier" not in done.stdout

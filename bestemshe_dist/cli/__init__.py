@@ -9,6 +9,7 @@ whole before anything starts. Errors are one line: exit 2 for usage, 1 for failu
 - probing.py: the oracle's commands: probe, mainline, stats, serve and play.
 - checking.py: verify and checksums.
 - learning.py: sample and match.
+- publishing.py: results (what a solved game says, as a folder).
 
 May import every layer of the package: it is the outermost.
 """

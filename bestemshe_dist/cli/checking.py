@@ -76,6 +76,12 @@ def _verify_parser(sub: Subcommands) -> None:
         help="the variant of a folder without a manifest (default 50; else read from the manifest)",
     )
     p.add_argument("--pits", type=int, default=None, help="pits per side, as --stones (default 5)")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="check every layer again, ignoring the records of layers that passed in earlier "
+        "runs on the same files (kept in the tablebase's .bestemshe/verified/)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON (the lines go to stderr)")
     p.add_argument("--quiet", action="store_true", help="no line per layer: failures and the summary only")
 
@@ -113,6 +119,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             wdl_only=args.wdl_only,
             discovered=found,
             log=log,
+            fresh=args.fresh,
         )
     lines = failure_lines(report)
     if lines:

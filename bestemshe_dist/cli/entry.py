@@ -11,7 +11,7 @@ from types import FrameType
 from typing import NoReturn
 
 from ..errors import BestemsheError, UsageError
-from . import checking, learning, probing, solving
+from . import checking, learning, probing, publishing, solving
 from .args import Parser, see_log
 
 COMMANDS = {
@@ -19,6 +19,7 @@ COMMANDS = {
     **probing.COMMANDS,
     **checking.COMMANDS,
     **learning.COMMANDS,
+    **publishing.COMMANDS,
 }
 
 
@@ -39,6 +40,7 @@ def build_parser() -> Parser:
     probing.add_parsers(sub)
     checking.add_parsers(sub)
     learning.add_parsers(sub)
+    publishing.add_parsers(sub)
     parser.commands = dict(sub.choices)
     return parser
 

@@ -430,8 +430,9 @@ class Tablebase:
         """A layer's win/draw/loss counts and, with a distance table, the histogram
         of distances of its wins and of its losses and the longest of each with one
         example position. Counts come from the manifest where it has them and there
-        is no distance table to read; otherwise from one pass over the layer's blocks
-        (each checked against its checksum), a block at a time. Kept once computed."""
+        is no distance table to read, or from the statistics `results` recorded
+        there; otherwise from one pass over the layer's blocks (each checked
+        against its checksum), a block at a time. Kept once computed."""
         key = (k1, k2)
         if key not in self._layer_stats:
             self._layer_stats[key] = self._compute_layer_stats(k1, k2)
@@ -443,6 +444,13 @@ class Tablebase:
         width = self.reader.dtz_width(k1, k2)
         out: dict[str, Any] = {"layer": layer_name(k1, k2), "k1": k1, "k2": k2, "positions": npos}
         entry = (self.manifest or {}).get("layers", {}).get(layer_name(k1, k2)) or {}
+        saved = entry.get("stats")
+        if (
+            isinstance(saved, dict)
+            and saved.get("positions") == npos
+            and (saved.get("distances") is None) == (width is None)
+        ):
+            return dict(saved)  # recorded in the manifest by `results`: no block read
         if width is None and isinstance(entry.get("counts"), dict):
             out.update({v: int(entry["counts"][v]) for v in (WIN, DRAW, LOSS)})
             out["distances"] = None

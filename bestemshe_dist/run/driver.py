@@ -34,7 +34,7 @@ from distributed import Client, Future
 from ..data import format as fmt
 from ..data.layer_files import distance_width
 from ..data.lease import Lease
-from ..data.store import bytes_read, completed_rounds, read_json, write_json
+from ..data.store import bytes_read, completed_rounds, read_json, redact, write_json
 from ..errors import BestemsheError
 from ..game.dag import PairPlan, Plan
 from ..game.geometry import partner
@@ -57,7 +57,8 @@ from ..naming import (
     small_round_key,
 )
 from ..solve.pair import COUNTING, FRONTIER, SWEEP, choose_mode, chunk_ranges
-from ..watch.progress import Progress
+from ..watch.progress import Progress, Tee
+from ..watch.runlog import RunLog
 from .hostmem import is_private, private_name, remove_spaces
 from .memory import choose_method, gib, pair_memory, together
 from .tasks import (
@@ -369,7 +370,7 @@ class Driver:
             weights = markers[-1].get("part_decided", {}) if markers else {}
             flush_seconds = 0.0
             if mode == COUNTING:
-                results = [self._count_round(pair, dep_shas, series, round_, previous)]
+                results = [self._count_round(pair, dep_shas, series, round_, previous, last_decided)]
                 parts = results[0]["parts"]
             elif mode == SWEEP:
                 results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
@@ -414,7 +415,9 @@ class Driver:
                     f"{pair.key}: its states rebuilt on {results[0]['host']} from the checkpoints "
                     f"of rounds 0-{round_ - 1} in {results[0]['rebuilt']:.1f}s"
                 )
+                self.progress.rebuilt(pair.key, results[0]["rebuilt"])
             marker["store_bytes_read"] = self.store_reads()
+            marker["checkpointed_at"] = round(time.time(), 3)  # what a resume redoes is counted from here
             write_json(store, round_marker(pair.key, round_), marker)  # the checkpoint is complete
             self.sample_host_memory()
             markers.append(marker)
@@ -534,10 +537,17 @@ class Driver:
         series: str,
         round_: int,
         previous: list[str],
+        sources: int | None,
     ) -> dict[str, Any]:
         """A counting round, one task on the host holding the pair's states
         (hostcount.py). If that host is lost, another takes the pair (rebuilding
-        its states from the checkpoints) and runs the round again."""
+        its states from the checkpoints) and runs the round again. A round of few
+        `sources` (the last round's decisions) is a barrier: it takes the thread
+        each worker keeps beside its slots, and so never waits behind a long task.
+        A large one takes a slot like other solving work: were it a barrier too,
+        the other pairs' tail rounds would queue behind it for that thread (in the
+        solve of k1 + k2 >= 16, rounds of 200 decisions took 11-14 s so)."""
+        kind = BARRIER if sources is not None and is_small_round(sources, self.chunk_size) else SOLVE
         for attempt in range(1, 4):
             threads = self.domain_threads()
             if not threads:
@@ -564,7 +574,7 @@ class Driver:
                 key=self.task_key(chunk_key(pair.key, round_, 0)),
                 workers=[host],
                 allow_other_workers=False,
-                **self.placement(pair, BARRIER),
+                **self.placement(pair, kind),
                 pure=False,
                 retries=2,
             )
@@ -1015,6 +1025,7 @@ class Driver:
             (p for p in self.plan.pairs if self.unpublished(p)), key=lambda p: -self.urgency[p.key]
         )
         self.check_memory(pending)
+        self.report_resume(skipped, pending)
         todo = {layer for p in pending for layer in self.unpublished(p)}
         write_json(
             self.store,
@@ -1084,6 +1095,30 @@ class Driver:
         )
         self.progress.finished(summary)
         return summary
+
+    def report_resume(self, published: int, pending: list[PairPlan]) -> None:
+        """Tell the listeners (the run log, which says the resume line) what earlier
+        runs left: layers published, and the large pairs' checkpointed rounds."""
+        pairs: list[dict[str, Any]] = []
+        rebuilding: set[str] = set()
+        for pair in pending:
+            if self.small(pair):
+                continue
+            markers = completed_rounds(self.store, pair.key)
+            if not markers:
+                continue
+            pairs.append(
+                {
+                    "pair": pair.key,
+                    "after_round": len(markers) - 1,
+                    "checkpointed_at": markers[-1].get("checkpointed_at"),
+                }
+            )
+            # A counting pair rebuilds its states before its next round; one whose
+            # rounds are over goes straight to publication.
+            if markers[-1]["decided"] and self.method_for(pair) == COUNTING:
+                rebuilding.add(pair.key)
+        self.progress.resumed(published, pairs, rebuilding)
 
     def record(self, entry: dict[str, Any]) -> int:
         layer = (entry["k1"], entry["k2"])
@@ -1167,6 +1202,57 @@ def frontier_pieces(
     return tasks
 
 
+def run_description(job: Job, plan: Plan, chunk_size: int) -> dict[str, Any]:
+    """What the run log says of a run's command: its scope and options, the output
+    by its redacted URL (never credentials)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("bestemshe_dist")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        installed = None
+    return {
+        "version": installed,
+        "out": redact(job.url),
+        "variant": job.variant.as_dict(),
+        "min_captured": plan.min_captured,
+        "pairs": len(plan.pairs),
+        "layers": len(plan.layers),
+        "positions": plan.positions,
+        "method": job.method,
+        "dtz": job.dtz,
+        "chunk_size": chunk_size,
+        "synthetic": job.synthetic is not None,
+    }
+
+
+def cluster_size(client: Client) -> dict[str, int]:
+    """The cluster a run had at its start: its core-seconds are its wall time times
+    `threads`, the threads its work runs on (worker_slots: not the one each worker
+    keeps for round barriers)."""
+    workers = worker_info(client)
+    return {
+        "workers": len(workers),
+        "hosts": len({w["host"] for w in workers.values()}),
+        "threads": sum(worker_slots(w) for w in workers.values()),
+    }
+
+
+def host_sampler(client: Client, space: str) -> Callable[[], dict[str, int]]:
+    """What the run log samples at each beat: the largest worker's peak RSS and
+    the most any host's shared arrays hold now."""
+
+    def sample() -> dict[str, int]:
+        rss = client.run(peak_rss_bytes)
+        held = client.run(host_memory_bytes, space)
+        return {
+            "worker_rss_bytes": max(rss.values(), default=0),
+            "host_arrays_bytes": max(held.values(), default=0),
+        }
+
+    return sample
+
+
 def space_name(client: Client, name: str) -> str:
     """The solve run's host memory space: private to each worker process when every
     host runs one (its threads share it; hostmem.py says why that is faster)."""
@@ -1200,8 +1286,12 @@ def solve(
         prefix = space_prefix(job.url)
         job = replace(job, space=space_name(client, prefix + lease.token[:12]))
         client.run(remove_spaces, prefix, job.space)
+        describe = run_description(job, plan, chunk_size) | cluster_size(client)
+        runlog = RunLog(store, describe, host_sampler(client, job.space), log)
         try:
-            return Driver(client, job, plan, log, chunk_size, progress, stop_after_rounds).run()
+            with runlog:
+                listeners = Tee(progress, runlog)
+                return Driver(client, job, plan, log, chunk_size, listeners, stop_after_rounds).run()
         finally:
             try:
                 client.run(end_of_run, job.space)

@@ -4,6 +4,7 @@
 - tasks.py    what workers run: file checks, chunk and sample checks, their cache
 - kernels.py  a position's expected value from its children's stored values (numba),
               independent of the solver's propagation code
+- records.py  a record per layer that passed, bound to its files: a rerun skips it
 
 May import: game/, solve/ (the code constants), data/ and the base modules.
 Never run/, cluster/ or watch/ (it runs on the client it is given), or oracle/.

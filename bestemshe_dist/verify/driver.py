@@ -9,6 +9,7 @@ position).
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 import uuid
@@ -25,7 +26,16 @@ from ..errors import BestemsheError, StoreError, UsageError
 from ..game.dag import check_min_captured
 from ..game.geometry import capture_targets
 from ..game.variant import Variant
-from ..naming import counted, layer_name, parse_layer_file, parse_layer_name, verify_files_key, verify_key
+from ..naming import (
+    VERIFY_REPORT,
+    counted,
+    layer_name,
+    parse_layer_file,
+    parse_layer_name,
+    verify_files_key,
+    verify_key,
+)
+from .records import binding, read_record, write_record
 from .tasks import (
     DEFAULT_CHUNK_SIZE,
     MAX_FAULTS,
@@ -76,6 +86,7 @@ class LayerResult:
             "cpu_seconds": round(self.seconds, 3),
             "fault_count": self.fault_count,
             "faults": self.faults,
+            "note": self.note,
         }
 
     def line(self) -> str:
@@ -215,6 +226,10 @@ class _Run:
     missing: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    # layer -> what its record binds (records.py); only where records can be kept
+    bindings: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    skipped: set[tuple[int, int]] = field(default_factory=set)  # passed in an earlier run, same files
+    records_problem: str | None = None  # why no record could be written (said once)
 
     @property
     def tag(self) -> str:
@@ -340,13 +355,57 @@ def _check_files(client: Client, run: _Run, sample: bool, futures: list[Future[A
             run.results[layer].note = "positions not checked"
 
 
+def _resume(run: _Run, log: Callable[[str], object], fresh: bool) -> None:
+    """Bind each layer about to be checked to the files its check reads, and take
+    the result of an earlier run with the same binding in place of checking it
+    again (unless `fresh`)."""
+    for layer in run.checked:
+        result = run.results[layer]
+        if layer in run.missing or result.fault_count:
+            continue  # not checked, or already failing: never recorded as passed
+        partner, targets = run.deps_of[layer]
+        bound = binding(run.job.variant, run.use_dtz, run.specs, [layer, partner, *targets])
+        if bound is None:
+            continue
+        run.bindings[layer] = bound
+        record = None if fresh else read_record(run.store, layer, bound)
+        if record is None:
+            continue
+        result.checked = int(record["checked"])
+        result.counts = {k: int(record["counts"][k]) for k in ("win", "draw", "loss")}
+        result.max_dtz = int(record.get("max_dtz") or 0)
+        result.seconds += float(record.get("cpu_seconds") or 0.0)
+        run.cpu_seconds += float(record.get("cpu_seconds") or 0.0)
+        result.positions_checked = True
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(record.get("verified_at", 0))))
+        result.note = f"verified by an earlier run on the same files, {when}"
+        run.skipped.add(layer)
+    if run.skipped:
+        log(
+            f"{counted(len(run.skipped), 'layer')} verified by earlier runs on the same files: "
+            "their positions are not checked again (--fresh checks them)"
+        )
+
+
+def _keep_record(run: _Run, result: LayerResult, log: Callable[[str], object]) -> None:
+    """A layer that passed in this run: its record, so that a rerun skips it."""
+    bound = run.bindings.get(result.spec.layer)
+    if bound is None or not result.passed or run.records_problem is not None:
+        return
+    try:
+        write_record(run.store, result.as_dict(), bound)
+    except StoreError as exc:
+        run.records_problem = str(exc)
+        log(f"cannot keep verify's records in {run.store.shown} ({exc}): a rerun checks every layer again")
+
+
 def _submit_positions(
     client: Client, run: _Run, sample: int | None, seed: int | None, chunk_size: int
 ) -> list[Future[dict[str, Any]]]:
     """The position checks: every rank in chunks, or `sample` random ranks a layer."""
     submitted_all: list[Future[dict[str, Any]]] = []
     for layer in sorted(run.checked, key=lambda l: (-sum(l), l)):
-        if layer in run.missing:
+        if layer in run.missing or layer in run.skipped:
             continue
         spec = run.specs[layer]
         partner, targets = run.deps_of[layer]
@@ -422,6 +481,7 @@ def _gather_positions(
         r.chunks_left -= 1
         if r.chunks_left == 0:
             r.positions_checked = True
+            _keep_record(run, r, log)
             run.lines.append(r.line())
             log(run.lines[-1])
 
@@ -439,8 +499,11 @@ def verify(
     variant_args: tuple[int | None, int | None] = (None, None),
     discovered: Discovered | None = None,
     log: Callable[[str], object] = lambda line: None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """Check the tablebase at `url`; `log` gets a line per layer as it finishes.
+    A full check keeps a record of each layer that passed (records.py), and a
+    rerun over the same files skips those layers' positions unless `fresh`.
     Returns the report (report["passed"] says whether everything passed)."""
     started = time.perf_counter()
     found = discovered or discover_tablebase(url, storage_options, variant_args)
@@ -452,6 +515,8 @@ def verify(
     futures: list[Future[Any]] = []
     try:
         _check_files(client, run, sample is not None, futures)
+        if sample is None and run.manifest is not None:
+            _resume(run, log, fresh)
         chunk_futures = _submit_positions(client, run, sample, seed, chunk_size)
         futures += chunk_futures
         _gather_positions(run, chunk_futures, log)
@@ -467,9 +532,15 @@ def verify(
             client.run(forget_run, run.job.run)
         except Exception:  # a lost worker has nothing left to forget
             pass
-    return _report(
+    report = _report(
         client, run, found, time.perf_counter() - started, compile_times, sample, seed, min_captured
     )
+    if sample is None and run.manifest is not None and run.records_problem is None:
+        try:  # the last full report, for `results`; the layers' records already hold what resumes
+            run.store.write_bytes(VERIFY_REPORT, json.dumps(report, sort_keys=True).encode())
+        except StoreError as exc:
+            log(f"cannot keep verify's report in {run.store.shown} ({exc})")
+    return report
 
 
 def _report(
@@ -485,6 +556,8 @@ def _report(
     threads = sum(client.nthreads().values()) or 1
     layers = [run.results[layer] for layer in sorted(run.checked, key=lambda l: (-sum(l), l))]
     positions = sum(r.checked for r in layers)
+    # This run's own rate: the layers taken from earlier runs' records took none of its time.
+    now = sum(r.checked for r in layers if r.spec.layer not in run.skipped)
     failures = sum(r.fault_count for r in layers) + len(run.other_faults)
     passed = failures == 0 and all(r.passed for r in layers)
     report: dict[str, Any] = {
@@ -499,13 +572,14 @@ def _report(
         "passed": passed,
         "proof": passed and run.use_dtz and sample is None,
         "layers_checked": len(layers),
+        "layers_from_earlier_runs": len(run.skipped),
         "positions_checked": positions,
         "failures": failures,
         "seconds": round(seconds, 3),
         "compile_seconds": round(max(compile_times.values(), default=0.0), 3),
         "cpu_seconds": round(run.cpu_seconds, 3),
         "threads": threads,
-        "positions_per_second": round(positions / seconds) if seconds else 0,
+        "positions_per_second": round(now / seconds) if seconds else 0,
         "positions_per_core_second": round(positions / run.cpu_seconds) if run.cpu_seconds else 0,
         "other_faults": run.other_faults,
         "layers": [r.as_dict() for r in layers],
@@ -518,7 +592,13 @@ def _report(
 def summary_line(report: dict[str, Any]) -> str:
     failed = [l for l in report["layers"] if not l["passed"]]
     head = (
-        f"verified {counted(report['layers_checked'], 'layer')}, {report['positions_checked']:,} positions in "
+        f"verified {counted(report['layers_checked'], 'layer')}, {report['positions_checked']:,} positions"
+        + (
+            f" ({counted(report['layers_from_earlier_runs'], 'layer')} by earlier runs on the same files)"
+            if report.get("layers_from_earlier_runs")
+            else ""
+        )
+        + " in "
         f"{report['seconds']:.1f}s on {report['threads']} thread{'s' if report['threads'] != 1 else ''} "
         f"({report['positions_per_core_second']:,} "
         f"positions per core-second: {report['cpu_seconds']:.1f} CPU seconds in the verify tasks): "

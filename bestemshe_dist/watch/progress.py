@@ -1,9 +1,11 @@
 """What a solve reports while it runs, and who listens.
 
-The driver (driver.py) calls a `Progress` object at four moments: the solve has
-started (the plan, the layers already published), a round of a large pair is
-checkpointed, a layer is published (its manifest entry), and the solve has
-finished or failed. Listeners:
+The driver (driver.py) calls a `Progress` object when the solve has started
+(the plan, the layers already published), when it has found what an earlier run
+left (the layers published, the pairs in progress) and when a pair's host arrays
+are rebuilt from its checkpoints, when a round of a large pair is checkpointed,
+when a layer is published (its manifest entry), and when the solve has finished
+or failed. Listeners:
 
 - `ProgressView` (the CLI): a progress bar on stderr when it is a terminal
   (layers done of total, positions decided, rate, ETA), plain timestamped
@@ -61,6 +63,14 @@ class Progress:
     def layer_done(self, entry: dict[str, Any]) -> None:
         """A layer is published; entry is its manifest entry."""
 
+    def resumed(self, layers: int, pairs: list[dict[str, Any]], rebuilding: set[str]) -> None:
+        """The solve found `layers` of its layers published and `pairs` in progress
+        ({"pair", "after_round", "checkpointed_at"}); those in `rebuilding` rebuild
+        their host arrays from the checkpoints before their next round."""
+
+    def rebuilt(self, pair_key: str, seconds: float) -> None:
+        """A pair's host arrays were rebuilt from its checkpoints in `seconds`."""
+
     def finished(self, summary: Summary) -> None:
         """The solve ended well (summary: driver.SolveSummary)."""
 
@@ -86,6 +96,12 @@ class Tee(Progress):
 
     def layer_done(self, *args: Any) -> None:
         self._each("layer_done", args)
+
+    def resumed(self, *args: Any) -> None:
+        self._each("resumed", args)
+
+    def rebuilt(self, *args: Any) -> None:
+        self._each("rebuilt", args)
 
     def finished(self, *args: Any) -> None:
         self._each("finished", args)

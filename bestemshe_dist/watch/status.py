@@ -3,7 +3,8 @@
 Reads only small files: `manifest.json` (the published layers and their
 counts), `.bestemshe/solve.json` (the scope of the last solve: its
 `--min-captured`), the round markers of the pairs in progress
-(`.bestemshe/pairs/<pair>/round-*/complete.json`) and the lease. Never a layer
+(`.bestemshe/pairs/<pair>/round-*/complete.json`), the run log
+(`.bestemshe/runs.jsonl`) and the lease. Never a layer
 file, never a Dask cluster.
 """
 
@@ -19,6 +20,7 @@ from ..errors import StoreError
 from ..game.dag import make_plan
 from ..game.variant import Variant
 from ..naming import LEASE, PAIRS, SOLVE_RECORD, counted, layer_name, parse_pair_dir
+from .runlog import close_lost, format_runs, read_runs, summarise
 
 SYMBOLS = {"done": "#", "running": "R", "pending": ".", None: " "}
 
@@ -122,6 +124,9 @@ def tablebase_status(
                 "stale_reason": "its record is unreadable",
                 "renewed_seconds_ago": None,
             }
+    runs = read_runs(store)
+    if not (lease and lease["held"]):
+        close_lost(runs)  # an open line with no live solve behind it was killed outright
     return {
         "url": store.shown,
         "variant": variant.as_dict(),
@@ -136,6 +141,8 @@ def tablebase_status(
         "solve_seconds": sum(r.get("seconds") or 0.0 for r in done),
         "pairs_in_progress": in_progress,
         "lease": lease,
+        "runs": runs,
+        "runs_summary": summarise(runs),
         "finished": all(r["state"] == "done" for r in layers) and not in_progress,
     }
 
@@ -205,6 +212,7 @@ def format_status(status: dict[str, Any]) -> str:
                 )
     else:
         lines.append("in progress: no pair")
+    lines += format_runs(status["runs"])
     lease = status["lease"]
     if lease and lease["held"]:
         lines.append(
