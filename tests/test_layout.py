@@ -48,21 +48,7 @@ ALLOWED = {
     "serve": {"base", "game", "solve", "data", "oracle"},
     "learn": {"base", "game", "solve", "data", "oracle"},
     "results": {"base", "game", "solve", "data", "watch", "oracle"},
-    "top": {
-        "base",
-        "game",
-        "solve",
-        "data",
-        "watch",
-        "run",
-        "cluster",
-        "oracle",
-        "verify",
-        "serve",
-        "learn",
-        "results",
-        "top",
-    },
+    "top": {"base", "top", *FOLDERS},
 }
 
 

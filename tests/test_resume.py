@@ -5,40 +5,22 @@ ends with the same files as an uninterrupted solve."""
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import run_cli
+from resume_support import ARGS, CHUNK, PITS, STONES, same_files, solve_reference, start
 
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
 
-STONES, PITS, CHUNK = 12, 3, 150
-ARGS = ["solve", "--stones", STONES, "--pits", PITS, "--chunk-size", CHUNK, "--workers", 2]
-
 
 @pytest.fixture(scope="module")
 def reference(client, tmp_path_factory):
-    out = tmp_path_factory.mktemp("reference")
-    variant = Variant(STONES, PITS)
-    solve(client, Job(str(out), variant), make_plan(variant), chunk_size=CHUNK)
-    return out
-
-
-def start(out):
-    return subprocess.Popen(
-        [sys.executable, "-m", "bestemshe_dist", *map(str, ARGS), "--out", str(out)],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
+    return solve_reference(client, tmp_path_factory.mktemp("reference"))
 
 
 def kill_group(proc):
@@ -52,13 +34,6 @@ def wait_for(predicate, proc, timeout=120):
         assert proc.poll() is None, "the solve ended before the crash point"
         assert time.time() < deadline, "crash point never reached"
         time.sleep(0.001)
-
-
-def same_files(out, reference):
-    names = sorted(p.name for p in reference.glob("layer_*.bin"))
-    assert sorted(p.name for p in out.glob("layer_*.bin")) == names
-    for name in names:
-        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
 
 
 def rerun(out):

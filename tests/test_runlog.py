@@ -6,55 +6,31 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import run_cli
+from resume_support import ARGS, CHUNK, PITS, STONES, same_files, solve_reference, start
 
 from bestemshe_dist.data.store import Store
 from bestemshe_dist.errors import StoreError
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.naming import RUN_LOG
-from bestemshe_dist.run.driver import run_description, solve
+from bestemshe_dist.run.driver import run_description
 from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.watch import runlog
 from bestemshe_dist.watch.runlog import RunLog, close_lost, format_runs, read_runs, resume_line
 
-STONES, PITS, CHUNK = 12, 3, 150
-ARGS = ["solve", "--stones", STONES, "--pits", PITS, "--chunk-size", CHUNK, "--workers", 2]
 LAYERS = len(make_plan(Variant(STONES, PITS)).layers)
 
 
 @pytest.fixture(scope="module")
 def reference(client, tmp_path_factory):
-    out = tmp_path_factory.mktemp("reference")
-    variant = Variant(STONES, PITS)
-    solve(client, Job(str(out), variant), make_plan(variant), chunk_size=CHUNK)
-    return out
+    return solve_reference(client, tmp_path_factory.mktemp("reference"))
 
 
 def runs_of(out):
     return [json.loads(line) for line in (out / RUN_LOG).read_text().splitlines()]
-
-
-def same_files(out, reference):
-    names = sorted(p.name for p in reference.glob("layer_*.bin"))
-    assert sorted(p.name for p in out.glob("layer_*.bin")) == names
-    for name in names:
-        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
-
-
-def start(out):
-    return subprocess.Popen(
-        [sys.executable, "-m", "bestemshe_dist", *map(str, ARGS), "--out", str(out)],
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def wait_for_round(proc, pattern):

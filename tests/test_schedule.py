@@ -2,6 +2,8 @@
 to run from them (the DAG's critical path), and Dask priorities that run a
 round's barrier tasks first, then solving work, and publication last."""
 
+import contextlib
+
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -58,6 +60,23 @@ class _Priorities(SchedulerPlugin):
             self.resources[key] = dict(ts.resource_restrictions or {})
 
 
+@contextlib.contextmanager
+def _watched_cluster(workers, threads):
+    """A solve's local cluster in this process (slots and a barrier thread), its
+    scheduler recording each task's priority and resources."""
+    with (
+        LocalCluster(
+            **local_cluster_kwargs(
+                None, workers, threads, in_process=True, dashboard_address="none", barrier_slot=True
+            )
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        plugin = _Priorities(cluster.scheduler)
+        cluster.scheduler.add_plugin(plugin, name="priorities")
+        yield client, plugin
+
+
 def test_tasks_carry_priorities_by_kind_then_by_critical_path(tmp_path):
     """Every task of a solve: a round's barrier tasks above every solving task,
     solving tasks above every publication task; within a kind, a pair with a
@@ -68,14 +87,7 @@ def test_tasks_carry_priorities_by_kind_then_by_critical_path(tmp_path):
 
     variant = Variant(50, 5)
     plan = make_plan(variant, 40)
-    with (
-        LocalCluster(
-            **local_cluster_kwargs(None, 2, 1, in_process=True, dashboard_address="none", barrier_slot=True)
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        plugin = _Priorities(cluster.scheduler)
-        cluster.scheduler.add_plugin(plugin, name="priorities")
+    with _watched_cluster(workers=2, threads=1) as (client, plugin):
         job = Job(str(tmp_path), variant, method="frontier")  # flushes, chunk tasks and publication parts
         driver = run.Driver(client, job, plan, print, 20_000)
         solve(client, job, plan, chunk_size=20_000)
@@ -123,14 +135,7 @@ def test_a_counting_round_of_few_sources_is_a_barrier_and_a_large_one_takes_a_sl
     plan = make_plan(variant, 40)
     chunk = 20_000
     lines = []
-    with (
-        LocalCluster(
-            **local_cluster_kwargs(None, 1, 2, in_process=True, dashboard_address="none", barrier_slot=True)
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        plugin = _Priorities(cluster.scheduler)
-        cluster.scheduler.add_plugin(plugin, name="priorities")
+    with _watched_cluster(workers=1, threads=2) as (client, plugin):
         solve(client, Job(str(tmp_path), variant), plan, log=lines.append, chunk_size=chunk)
     decided = {}
     for line in lines:
