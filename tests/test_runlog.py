@@ -194,6 +194,10 @@ def test_lost_runs_resume_lines_and_status_lines():
         == "resumed: 1 layer published, pair-0-2 after round 4 (about 12 s of work in flight redone), "
         "rebuilt in 0.2 s"
     )
+    assert (
+        resume_line(3, [{"pair": "pair-0-4", "after_round": 9, "publishing": True, "lost_seconds": None}])
+        == "resumed: 3 layers published, pair-0-4 after round 9 (its rounds over: publishing)"
+    )
     assert runlog.lost_seconds({"last_seen": 50.0, "ended": None}, 40.0) == 10.0
     assert runlog.lost_seconds(None, 40.0) is None
 

@@ -1112,6 +1112,7 @@ class Driver:
                     "pair": pair.key,
                     "after_round": len(markers) - 1,
                     "checkpointed_at": markers[-1].get("checkpointed_at"),
+                    "publishing": not markers[-1]["decided"],  # its rounds were over
                 }
             )
             # A counting pair rebuilds its states before its next round; one whose

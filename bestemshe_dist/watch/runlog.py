@@ -214,7 +214,11 @@ class RunLog(Progress):
             {
                 "pair": p["pair"],
                 "after_round": p["after_round"],
-                "lost_seconds": lost_seconds(self.previous, p.get("checkpointed_at")),
+                "publishing": bool(p.get("publishing")),
+                # A pair whose rounds were over lost no round, only publication tasks.
+                "lost_seconds": None
+                if p.get("publishing")
+                else lost_seconds(self.previous, p.get("checkpointed_at")),
             }
             for p in pairs
         ]
@@ -284,7 +288,9 @@ def resume_line(layers: int, pairs: list[dict[str, Any]]) -> str:
         parts.append("no pair in progress")
     for p in pairs:
         text = f"{p['pair']} after round {p['after_round']}"
-        if p.get("lost_seconds") is not None:
+        if p.get("publishing"):
+            text += " (its rounds over: publishing)"
+        elif p.get("lost_seconds") is not None:
             text += f" (about {p['lost_seconds']:.0f} s of work in flight redone)"
         if p.get("rebuilt_seconds") is not None:
             text += f", rebuilt in {p['rebuilt_seconds']:.1f} s"
