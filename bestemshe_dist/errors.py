@@ -15,3 +15,14 @@ class FormatError(BestemsheError):
 
 class StoreError(BestemsheError):
     """The output/input location cannot be read or written (names the URL)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a container's stop, SLURM's scancel or time limit): a solve
+    stops as on Ctrl-C, freeing its host memory and leaving its checkpoints."""
+
+
+def first_line(exc: BaseException) -> str:
+    """What an exception says in one line: its message's first line, else its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

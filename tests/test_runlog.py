@@ -12,7 +12,7 @@ from conftest import run_cli
 from resume_support import ARGS, CHUNK, PITS, STONES, same_files, solve_reference, start
 
 from bestemshe_dist.data.store import Store
-from bestemshe_dist.errors import StoreError
+from bestemshe_dist.errors import StoreError, Terminated, first_line
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.naming import RUN_LOG
@@ -141,13 +141,12 @@ def test_a_line_is_rewritten_at_most_every_beat_and_closed_at_its_end():
     assert run["ended"] == run["last_seen"]
 
 
-@pytest.mark.parametrize(
-    ("reason", "how"), [("KeyboardInterrupt", "interrupted"), ("_Terminated", "terminated")]
-)
-def test_a_signal_is_named_as_such(reason, how):
+@pytest.mark.parametrize(("stop", "how"), [(KeyboardInterrupt, "interrupted"), (Terminated, "terminated")])
+def test_a_signal_is_named_as_such(stop, how):
     store = Store(f"memory://runlog-{how}")
-    with RunLog(store, {}) as log:
-        log.failed(reason)
+    with pytest.raises(stop), RunLog(store, {}) as log:
+        log.failed(first_line(stop()))  # as the driver reports it, before it re-raises
+        raise stop()
     (run,) = read_runs(store)
     assert run["how"] == how and run["reason"] is None
 

@@ -10,7 +10,7 @@ import threading
 from types import FrameType
 from typing import NoReturn
 
-from ..errors import BestemsheError, UsageError
+from ..errors import BestemsheError, Terminated, UsageError
 from . import checking, learning, probing, publishing, solving
 from .args import Parser, see_log
 
@@ -62,13 +62,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, a container's stop, SLURM's scancel or time limit): stop as
-    Ctrl-C does, so the run frees its host memory and leaves its checkpoints."""
-
-
 def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
-    raise _Terminated()
+    raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(
             f"bestemshe-dist {args.command}: {what}; run the same command again to resume"
             if args.command == "solve"
             else f"bestemshe-dist {args.command}: {what}.",
             file=sys.stderr,
         )
-        return 143 if isinstance(exc, _Terminated) else 130
+        return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:
         # The reader went away (`... | head`): stop quietly, as other tools do.
         import os

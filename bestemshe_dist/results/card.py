@@ -6,28 +6,17 @@ folder, so every figure can be checked by anyone holding the files.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..naming import counted
 from ..oracle.tablebase import plies
+from ..watch.runlog import hms, utc
 
 VALUE_WORDS = {"win": "a win", "draw": "a draw", "loss": "a loss"}
 
 
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.2f}%" if whole else "-"
-
-
-def _hms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = round(float(seconds))
-    return f"{s // 3600}h {s % 3600 // 60:02d}m {s % 60:02d}s"
-
-
-def _utc(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(t)))
 
 
 def _gib(n: int | None) -> str:
@@ -185,7 +174,7 @@ def render(facts: dict[str, Any], url: str, pictures: list[str]) -> str:
     out += [
         "## The solve",
         "",
-        f"{counted(solve['runs'], 'run')}, {_hms(solve['wall_seconds'])} of wall time in all, "
+        f"{counted(solve['runs'], 'run')}, {hms(solve['wall_seconds'])} of wall time in all, "
         f"{solve['core_seconds']:,.0f} core-seconds, "
         + (
             f"{solve['positions_per_core_second']:,} positions per core-second"
@@ -201,8 +190,8 @@ def render(facts: dict[str, Any], url: str, pictures: list[str]) -> str:
     for r in facts["runs"]:
         how = r.get("how", "-") + (f" ({r['reason']})" if r.get("reason") else "")
         out.append(
-            f"| {r.get('run')} | {_utc(r.get('started'))} | {_utc(r.get('ended'))} | "
-            f"{_hms(r.get('seconds'))} | {how} | {r.get('threads', '-')} | {r.get('layers_done', 0)} | "
+            f"| {r.get('run')} | {utc(r.get('started'))} UTC | {utc(r.get('ended'))} UTC | "
+            f"{hms(float(r.get('seconds') or 0))} | {how} | {r.get('threads', '-')} | {r.get('layers_done', 0)} | "
             f"{r.get('rounds_done', 0)} | {_gib(r.get('peak', {}).get('machine_used_bytes'))} |"
         )
     out += ["", f"Recompute: `bestemshe-dist status {url}` (the run log `.bestemshe/runs.jsonl`).", ""]

@@ -19,7 +19,6 @@ Every value is for the side to move of the position it belongs to.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from ..data.store import Store
@@ -29,9 +28,6 @@ from ..naming import VERIFY_REPORT, layer_name
 from ..oracle.report import mainline_report
 from ..oracle.tablebase import DRAW, FLIP, LOSS, WIN, Tablebase
 from ..watch.runlog import close_lost, read_runs, summarise
-
-# What a layer's statistics are computed with: Tablebase.stats' `compute`.
-Compute = Callable[[list[tuple[int, ...]]], list[dict[str, Any]]]
 
 
 def saved_report(store: Store) -> dict[str, Any] | None:
@@ -202,11 +198,10 @@ def check_whole(tb: Tablebase) -> list[tuple[int, int]]:
     return layers
 
 
-def game_facts(tb: Tablebase, compute: Compute | None = None, max_plies: int = 2000) -> dict[str, Any]:
-    """Every fact of the results card (module doc), as plain JSON data."""
-    layers = check_whole(tb)
+def game_facts(tb: Tablebase, stats: dict[str, Any], max_plies: int = 2000) -> dict[str, Any]:
+    """Every fact of the results card (module doc), as plain JSON data; `stats`:
+    tb.stats() of the whole game (check_whole)."""
     assert tb.manifest is not None  # check_whole says so
-    stats = tb.stats(compute=compute)
     total = stats["total"]
     per_layer = {
         s["layer"]: {
@@ -242,7 +237,7 @@ def game_facts(tb: Tablebase, compute: Compute | None = None, max_plies: int = 2
         else {"plies": total["longest"][LOSS]["distance"], "position": total["longest"][LOSS]["example"]},
         "distances": distances,
         "mainline": mainline_facts(tb, max_plies),
-        "verify": verify_facts(saved_report(tb.store), len(layers), positions),
+        "verify": verify_facts(saved_report(tb.store), len(stats["layers"]), positions),
         "solve": solve_facts(tb.manifest, runs),
         "runs": runs,
     }

@@ -15,6 +15,7 @@ It takes the tablebase's lease for that write: never while a solve runs there.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..data.store import Store
 from ..naming import MANIFEST, layer_file
 from ..oracle.tablebase import Tablebase
 from .card import render
-from .facts import Compute, check_whole, game_facts
+from .facts import check_whole, game_facts
 from .pictures import draw_all
 
 FACTS = "facts.json"
@@ -60,6 +61,10 @@ def record_stats(store: Store, per_layer: list[dict[str, Any]]) -> int:
     return changed
 
 
+# What a layer's statistics are computed with: Tablebase.stats' `compute`.
+Compute = Callable[[list[tuple[int, ...]]], list[dict[str, Any]]]
+
+
 def write_results(
     url: str,
     folder: Path,
@@ -74,10 +79,9 @@ def write_results(
     check_whole(tb)
     stats = tb.stats(compute=compute)
     record_stats(tb.store, stats["layers"])
-    tb = Tablebase.open(url, storage_options)  # the manifest with the statistics
-    facts = game_facts(tb, max_plies=max_plies)
+    facts = game_facts(tb, stats, max_plies=max_plies)
     folder.mkdir(parents=True, exist_ok=True)
-    manifest_bytes = tb.store.read_bytes(MANIFEST)
+    manifest_bytes = tb.store.read_bytes(MANIFEST)  # as record_stats left it
     manifest = json.loads(manifest_bytes)
     (folder / MANIFEST).write_bytes(manifest_bytes)
     (folder / SUMS).write_text(sha256sums(manifest))

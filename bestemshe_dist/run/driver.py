@@ -35,7 +35,7 @@ from ..data import format as fmt
 from ..data.layer_files import distance_width
 from ..data.lease import Lease
 from ..data.store import bytes_read, completed_rounds, read_json, redact, write_json
-from ..errors import BestemsheError
+from ..errors import BestemsheError, first_line
 from ..game.dag import PairPlan, Plan
 from ..game.geometry import partner
 from ..naming import (
@@ -211,6 +211,7 @@ class Driver:
         self.in_flight: dict[str, PairPlan] = {}  # large pairs running: key -> PairPlan
         self.methods: dict[str, str] = {}  # large pair -> how it is solved (method_for)
         self.count_hosts: dict[str, str] = {}  # counting pair -> the memory domain holding it
+        self.found_markers: dict[str, list[dict[str, Any]]] = {}  # pair -> markers an earlier run left
         self.host_memory_peak = 0
         self.reads: dict[str, int] = {}  # worker -> bytes read from stores, at the last look
         self.stop_after_rounds = stop_after_rounds
@@ -330,7 +331,8 @@ class Driver:
         store, client = self.store, self.client
         dep_shas = self.dep_shas(pair)
         series_name = series_file(pair.key)
-        markers = completed_rounds(store, pair.key)
+        # read once at the start of the run by report_resume; nothing wrote since
+        markers = self.found_markers.pop(pair.key, None) or completed_rounds(store, pair.key)
         if markers and not all(parse_part(name) for m in markers for name in m["parts"]):
             self.log(f"{pair.key}: its checkpoints are of an older version of this tool; it starts over")
             markers = []
@@ -1069,7 +1071,7 @@ class Driver:
                 self.launch_ready(pending, pool)
         except BaseException as exc:
             self.stop.set()
-            self.progress.failed(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            self.progress.failed(first_line(exc))
             # Nothing of a failed solve should keep a shared cluster busy: cancel every
             # task in flight (and finished layers) and wait for the pair threads. Keys
             # carry the run (task_key), so a later solve never gets these tasks. A
@@ -1107,6 +1109,7 @@ class Driver:
             markers = completed_rounds(self.store, pair.key)
             if not markers:
                 continue
+            self.found_markers[pair.key] = markers
             pairs.append(
                 {
                     "pair": pair.key,

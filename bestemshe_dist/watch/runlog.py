@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..errors import StoreError, Terminated, first_line
 from ..naming import RUN_LOG, counted
 from .progress import Progress, Summary
 
@@ -45,8 +45,6 @@ FINISHED, FAILED, INTERRUPTED, TERMINATED, LOST, RUNNING = (
     "lost",
     "running",
 )
-# What Driver.run reports as the reason when the CLI's Ctrl-C or SIGTERM stops it.
-_SIGNALS = {"KeyboardInterrupt": INTERRUPTED, "_Terminated": TERMINATED}
 
 
 def read_runs(store: Store) -> list[dict[str, Any]]:
@@ -99,7 +97,7 @@ class RunLog(Progress):
         self.clock = clock
         self.lock = threading.Lock()
         self.runs = read_runs(store)
-        self.lost = close_lost(self.runs)
+        close_lost(self.runs)
         now = clock()
         self.record: dict[str, Any] = {
             "run": len(self.runs) + 1,
@@ -183,11 +181,13 @@ class RunLog(Progress):
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.record["how"] == RUNNING:  # ended without a report (an error before the driver ran)
-            if exc_type is None:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: a stop, not a failure
+            self.end(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED, None)
+        elif self.record["how"] == RUNNING:  # no report: done, or an error before the driver ran
+            if exc is None:
                 self.end(FINISHED, None)
             else:
-                self.end(_SIGNALS.get(exc_type.__name__, FAILED), _reason(exc))
+                self.end(FAILED, first_line(exc))
 
     def end(self, how: str, reason: str | None) -> None:
         # A run that failed may have lost its cluster: asking the hosts could hang.
@@ -263,12 +263,8 @@ class RunLog(Progress):
         self.end(FINISHED, None)
 
     def failed(self, reason: str) -> None:
-        self.end(_SIGNALS.get(reason, FAILED), None if reason in _SIGNALS else reason)
-
-
-def _reason(exc: BaseException | None) -> str | None:
-    text = str(exc).strip() if exc is not None else ""
-    return text.splitlines()[0] if text else (type(exc).__name__ if exc is not None else None)
+        """A failure (a signal's stop is named as such on leaving the `with`)."""
+        self.end(FAILED, reason)
 
 
 def lost_seconds(previous: dict[str, Any] | None, checkpointed_at: float | None) -> float | None:
@@ -298,12 +294,14 @@ def resume_line(layers: int, pairs: list[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def _hms(seconds: float) -> str:
+def hms(seconds: float) -> str:
+    """A duration as `7h41m02s`."""
     s = round(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
 
 
-def _utc(t: float | None) -> str:
+def utc(t: float | None) -> str:
+    """A time of the log as `2026-12-04 15:40:02` (UTC), `-` for none."""
     return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(t)))
 
 
@@ -336,7 +334,7 @@ def format_runs(runs: list[dict[str, Any]]) -> list[str]:
     s = summarise(runs)
     ends = ", ".join(f"{n} {how}" for how, n in sorted(s["how"].items()))
     lines = [
-        f"runs: {s['runs']} ({ends}), {_hms(s['seconds'])} of wall time in all, "
+        f"runs: {s['runs']} ({ends}), {hms(s['seconds'])} of wall time in all, "
         f"{counted(s['layers_done'], 'layer')} and {counted(s['rounds_done'], 'round')} done; "
         f"most memory used on a machine: {s['peak_machine_used_bytes'] / 2**30:.2f} GiB"
     ]
@@ -345,8 +343,8 @@ def format_runs(runs: list[dict[str, Any]]) -> list[str]:
         resumed = r.get("resumed") or {}
         how = r.get("how", LOST) + (f" ({r['reason']})" if r.get("reason") else "")
         lines.append(
-            f"   run {r.get('run')}: {_utc(r.get('started'))} to {_utc(r.get('ended') or r.get('last_seen'))} UTC, "
-            f"{_hms(float(r.get('seconds') or 0))}, {how}; "
+            f"   run {r.get('run')}: {utc(r.get('started'))} to {utc(r.get('ended') or r.get('last_seen'))} UTC, "
+            f"{hms(float(r.get('seconds') or 0))}, {how}; "
             + (f"resumed from {counted(resumed.get('layers_published', 0), 'layer')}, " if resumed else "")
             + f"{counted(int(r.get('layers_done') or 0), 'layer')} and "
             f"{counted(int(r.get('rounds_done') or 0), 'round')} done, "
