@@ -17,7 +17,7 @@ from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run import driver as run
 from bestemshe_dist.run.driver import frontier_pieces, solve
 from bestemshe_dist.run.tasks import Job
-from bestemshe_dist.solve import code_arrays
+from bestemshe_dist.solve import code_arrays, counting
 
 
 @pytest.mark.parametrize(
@@ -34,12 +34,20 @@ from bestemshe_dist.solve import code_arrays
         (10, 5, 7777, "counting"),
         (14, 1, 3, "counting"),
         (8, 4, 64, "counting"),
+        (10, 5, 7777, "counting, sorted walks"),
+        (12, 3, 100, "counting, sorted walks"),
     ],
 )
 def test_chunked_equals_bruteforce(client, tmp_path, monkeypatch, stones, pits, chunk_size, method):
     # frontier chunks split into pieces at this size too
     monkeypatch.setattr(run, "MIN_PIECE", 8)
     monkeypatch.setattr(run, "MIN_PIECE_SOURCES", 2)
+    if method == "counting, sorted walks":
+        # every walk's predecessors sorted by rank before their updates, as on a
+        # large layer, in batches that fill many times a walk
+        monkeypatch.setattr(counting, "SORT_ABOVE_BYTES", -1)
+        monkeypatch.setattr(counting, "SORT_BATCH", 64)
+        method = "counting"
     variant = Variant(stones, pits)
     lines = []
     job = Job(str(tmp_path), variant, method=method)

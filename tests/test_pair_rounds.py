@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bestemshe_dist.data.checkpoint import decode_part, encode_part
 from bestemshe_dist.game import rules
 from bestemshe_dist.game.variant import Variant
-from bestemshe_dist.solve import code_arrays, kernels
+from bestemshe_dist.solve import code_arrays, counting, kernels
 from bestemshe_dist.solve.pair import COUNTING, FRONTIER, SWEEP, Delta, solve_pair
 
 
@@ -38,7 +38,7 @@ def solve_variant(variant, method):
 
 
 @pytest.mark.parametrize("stones,pits", [(12, 2), (12, 3), (8, 4), (10, 5), (14, 1)])
-def test_counting_equals_frontier_equals_sweep_equals_bruteforce(stones, pits):
+def test_counting_equals_frontier_equals_sweep_equals_bruteforce(stones, pits, monkeypatch):
     """Values and rounds (so distances) of the three methods equal the brute force. The
     sweep is pipelined (kernels.AHEAD positions in flight): the larger variants fill
     its queue many times over and drain it at every range's end, the smallest never
@@ -50,6 +50,11 @@ def test_counting_equals_frontier_equals_sweep_equals_bruteforce(stones, pits):
         assert max(variant.layer_size(*layer) for layer in variant.layers) > 1000 * kernels.AHEAD
     values, distance = bf.solve(stones, pits, with_distance=True)
     by_method = {m: solve_variant(variant, m) for m in (COUNTING, FRONTIER, SWEEP)}
+    # Counting with every walk's predecessors gathered and updated in rank order
+    # (as on a large layer), in batches small enough to be sorted many times a walk.
+    monkeypatch.setattr(counting, "SORT_ABOVE_BYTES", -1)
+    monkeypatch.setattr(counting, "SORT_BATCH", 64)
+    by_method["counting, sorted walks"] = solve_variant(variant, COUNTING)
     for layer, table in values.items():
         for method, (codes, rounds) in by_method.items():
             for board, value in table.items():
