@@ -117,6 +117,11 @@ def verify_key(k1: int, k2: int, chunk: int, run_tag: str) -> str:
     return f"verify-{k1}-{k2}-chunk-{chunk}-{run_tag}"
 
 
+def verify_distances_key(k1: int, k2: int, chunk: int, run_tag: str) -> str:
+    """The distance pass over one chunk of a layer checked in two passes."""
+    return f"verify-{k1}-{k2}-chunk-{chunk}-distances-{run_tag}"
+
+
 class TaskName(NamedTuple):
     """What a solve's task key says: its pair (a, b), the layer it publishes (or
     None: all of the pair's), and for a round's chunk task the round and the chunk

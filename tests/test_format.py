@@ -12,6 +12,7 @@ from conftest import FIXTURE_M40
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bestemshe_dist.data import format as fmt
 from bestemshe_dist.data.format import (
     BLOCK_BITS,
     BLOCK_BYTES,
@@ -26,6 +27,7 @@ from bestemshe_dist.data.format import (
     header_bytes_needed,
     header_size,
     parse_header,
+    stream_blocks,
 )
 from bestemshe_dist.errors import FormatError
 
@@ -152,6 +154,45 @@ def test_published_files_re_encode_identically(path):
     bits = decode_file(data, path.name, nbits)
     assert len(bits) == bitset_bytes(nbits)
     assert encode_bitset(bits, nbits) == data
+
+
+@pytest.mark.parametrize("read_bytes", [1, 9_000_000, 64 << 20])
+def test_streamed_blocks_equal_the_decoded_file_and_hash_the_whole_file(monkeypatch, read_bytes):
+    """Blocks read in ranges of about STREAM_BYTES (one block a read, several, all)."""
+    import hashlib
+
+    monkeypatch.setattr(fmt, "STREAM_BYTES", read_bytes)
+    nbits = 3 * BLOCK_BITS + 13  # the last block short, its last byte partly past nbits
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 256, bitset_bytes(nbits) + 3, dtype=np.uint8)
+    data = encode_bitset(bits, nbits)
+    reads = []
+
+    def read(start, end):
+        reads.append((start, end))
+        return data[start:end]
+
+    hasher = hashlib.sha256()
+    blocks = list(stream_blocks(read, len(data), NAME, nbits, None, hasher))
+    assert [b for b, _ in blocks] == [0, 1, 2, 3]
+    assert np.array_equal(
+        np.frombuffer(b"".join(raw for _, raw in blocks), np.uint8), decode_file(data, NAME, nbits)
+    )
+    assert hasher.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert len(reads) == {1: 5, 9_000_000: 3, 64 << 20: 2}[read_bytes]  # the header, then the frames
+
+
+def test_a_stream_stops_at_a_damaged_frame_or_a_short_file(two_block_file):
+    nbits, data = two_block_file
+    offsets = parse_header(data, len(data), NAME, nbits)
+    garbled = bytearray(data)
+    garbled[int(offsets[1]) + 20] ^= 0xFF
+    for bad, needle in [(bytes(garbled), "block 1"), (data[:-1], "")]:
+        seen = []
+        with pytest.raises(FormatError, match=re.escape(NAME) + ".*" + needle):
+            for b, _raw in stream_blocks(lambda s, e, bad=bad: bad[s:e], len(bad), NAME, nbits):
+                seen.append(b)
+        assert seen in ([], [0])  # nothing past the fault
 
 
 # --- rejection ---------------------------------------------------------------

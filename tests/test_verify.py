@@ -18,6 +18,7 @@ from bestemshe_dist.data.blocks import read_layer_codes
 from bestemshe_dist.data.checksums import FileSums, LayerSums, manifest_record
 from bestemshe_dist.data.layer_files import encode_distances, encode_layer
 from bestemshe_dist.data.store import Store
+from bestemshe_dist.errors import BestemsheError
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.geometry import capture_targets
 from bestemshe_dist.game.variant import Variant
@@ -25,6 +26,8 @@ from bestemshe_dist.naming import sums_file
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
 from bestemshe_dist.solve import code_arrays
+from bestemshe_dist.verify import driver as vdriver
+from bestemshe_dist.verify import tasks as vtasks
 from bestemshe_dist.verify.driver import verify
 
 SMALL = Variant(12, 3)
@@ -53,6 +56,26 @@ def endgame(client, tmp_path_factory):
     variant = Variant(50, 5)
     solve(client, Job(str(folder), variant, dtz=True), make_plan(variant, 40))
     return folder
+
+
+@pytest.fixture(params=["one pass", "two passes"])
+def passes(request, monkeypatch):
+    """Each layer checked in one pass, or as the largest layers of the game are:
+    alone, its values first and then its distances, which are read a chunk's
+    slice at a time."""
+    if request.param == "two passes":
+        force_two_passes(monkeypatch)
+    return request.param
+
+
+def force_two_passes(monkeypatch):
+    monkeypatch.setattr(vdriver, "worker_bytes", lambda client: 1 << 40)
+    monkeypatch.setattr(
+        vdriver,
+        "plan_passes",
+        lambda run, budget: dict.fromkeys(run.checked, vtasks.VALUES if run.use_dtz else vtasks.BOTH),
+    )
+    monkeypatch.setattr(vtasks, "KEEP_DISTANCES_BYTES", 0)
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -187,9 +210,9 @@ def a_rank(folder, variant, layer, value):
 
 
 # -- passes ----------------------------------------------------------------------------------
-def test_passes_on_the_solved_small_variant_as_a_proof(client, small_tb):
+def test_passes_on_the_solved_small_variant_as_a_proof(client, small_tb, passes):
     with get_task_stream(client) as stream:
-        report = check(client, small_tb, chunk_size=700)
+        report = check(client, small_tb, chunk_size=700, fresh=True)
     assert report["passed"] and report["proof"], faults(report)
     assert report["failures"] == 0
     assert report["layers_checked"] == len(SMALL.layers)
@@ -202,6 +225,43 @@ def test_passes_on_the_solved_small_variant_as_a_proof(client, small_tb):
     keys = {t["key"].rsplit("-", 1)[0] for t in stream.data}  # without the run's tag
     assert {f"verify-0-0-chunk-{c}" for c in range(9)} <= keys  # 6,188 positions, 700 a chunk
     assert "verify-0-0-chunk-9" not in keys and "verify-files-6-6" in keys
+    if passes == "two passes":
+        assert {f"verify-0-0-chunk-{c}-distances" for c in range(9)} <= keys
+        assert {"verify-gate-values-0_0", "verify-gate-after-0_0", "verify-gate-before-0_0"} <= keys
+    else:
+        assert not any("distances" in k or "gate" in k for k in keys)
+
+
+def test_a_layer_too_large_for_one_pass_takes_two_and_one_too_large_for_two_is_refused(
+    client, small_tb, monkeypatch
+):
+    chosen = {}
+    planned = vdriver.plan_passes
+
+    def plan(run, budget):
+        chosen.update(planned(run, budget))
+        return chosen
+
+    def needs(layer, passes):
+        spec = lambda l: vtasks.LayerSpec(*l, SMALL.layer_size(*l), None, 1)  # noqa: E731
+        deps = tuple(spec(t) for t in capture_targets(SMALL, *layer))
+        return vtasks.check_bytes(spec(layer), spec(layer[::-1]), deps, True, passes)
+
+    layers = SMALL.layers
+    # a budget that holds every layer's two passes, and not layer 0_0's one
+    budget = max(max(needs(l, vtasks.VALUES), needs(l, vtasks.DISTANCES)) for l in layers)
+    assert needs((0, 0), vtasks.BOTH) > budget
+    monkeypatch.setattr(vdriver, "worker_bytes", lambda client: budget)
+    monkeypatch.setattr(vdriver, "plan_passes", plan)
+    report = check(client, small_tb, fresh=True)
+    assert report["passed"] and report["proof"], faults(report)
+    assert chosen[(0, 0)] == vtasks.VALUES and chosen[(6, 6)] == vtasks.BOTH
+    assert {l for l, m in chosen.items() if m == vtasks.VALUES} == {
+        l for l in layers if needs(l, vtasks.BOTH) > budget
+    }
+    monkeypatch.setattr(vdriver, "worker_bytes", lambda client: budget - 1)
+    with pytest.raises(BestemsheError, match=r"^layer \d+_\d+ needs .* GiB in one worker to be checked, but"):
+        check(client, small_tb, fresh=True)
 
 
 @pytest.mark.parametrize("stones,pits", [(6, 1), (8, 2)])
@@ -263,7 +323,7 @@ def test_a_flipped_win_bit_with_a_stale_manifest(client, tb):
 
 
 @pytest.mark.parametrize("kind,value", [("win", code_arrays.LOSS), ("draw", 0), ("draw", code_arrays.LOSS)])
-def test_a_flipped_bit_in_a_valid_file_and_manifest_is_caught_by_positions(client, tb, kind, value):
+def test_a_flipped_bit_in_a_valid_file_and_manifest_is_caught_by_positions(client, tb, kind, value, passes):
     layer = (0, 2) if value == 0 else (4, 2)
     rank = a_rank(tb, SMALL, layer, value)
     flip_bit(tb, SMALL, layer, kind, rank, with_manifest=True)
@@ -288,7 +348,7 @@ def test_a_win_bit_set_on_a_draw_is_marked_both(client, tb):
 
 
 @pytest.mark.parametrize("change", [+1, -1, "bit"])
-def test_a_wrong_distance_is_caught(client, tb, change):
+def test_a_wrong_distance_is_caught(client, tb, change, passes):
     layer = (2, 2)
     dtz, width = read_dtz(tb, SMALL, layer)
     rank = int(np.flatnonzero(dtz >= 2)[0])
@@ -414,7 +474,7 @@ def relabelled_cycle(stones, pits):
 
 
 @pytest.mark.parametrize("stones,pits", [(6, 1), (8, 3)])
-def test_a_relabelled_cycle_passes_wdl_but_fails_with_distances(client, tmp_path, stones, pits):
+def test_a_relabelled_cycle_passes_wdl_but_fails_with_distances(client, tmp_path, stones, pits, passes):
     variant = Variant(stones, pits)
     relabel = relabelled_cycle(stones, pits)
     assert relabel, "this variant has such a cycle (6 stones 1 pit: two positions that move into each other)"

@@ -146,6 +146,11 @@ class LayerReader:
         block, or the last one, is mostly padding, which is never inflated)."""
         return self._blocks.get((k1, k2, kind, index), lambda: self._load_block(k1, k2, kind, nbits, index))
 
+    def read_block(self, k1: int, k2: int, kind: str, nbits: int, index: int) -> bytes:
+        """block(), read and checked again rather than cached (a reader of a
+        layer's blocks in order, each once)."""
+        return self._load_block(k1, k2, kind, nbits, index)[0]
+
     def _load_block(self, k1: int, k2: int, kind: str, nbits: int, index: int) -> tuple[bytes, int]:
         name = layer_file(k1, k2, kind)
         offsets = self.header(k1, k2, kind, nbits)

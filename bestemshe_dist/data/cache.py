@@ -19,16 +19,22 @@ from typing import Any, TypeVar
 _V = TypeVar("_V")
 
 
-def worker_memory_budget() -> int:
-    """Bytes a worker process may keep in its caches: 40% of its Dask memory limit
-    (4 GiB outside a worker, or with no limit)."""
+def worker_memory_limit() -> int | None:
+    """This Dask worker's memory limit in bytes (None outside a worker, or with none)."""
     try:
         from distributed import get_worker
 
         limit = get_worker().memory_manager.memory_limit
     except (ImportError, ValueError, AttributeError):
-        limit = None
-    return int(limit * 0.4) if limit else 4 << 30
+        return None
+    return int(limit) if limit else None
+
+
+def worker_memory_budget(share: float = 0.4) -> int:
+    """Bytes a worker process may keep in its caches: `share` of its Dask memory
+    limit (4 GiB outside a worker, or with no limit)."""
+    limit = worker_memory_limit()
+    return int(limit * share) if limit else 4 << 30
 
 
 class OnceCache:
@@ -79,6 +85,15 @@ class OnceCache:
             self._store(key, value, nbytes)
         future.set_result(value)
         return value
+
+    def peek(self, key: Hashable) -> Any:
+        """The value of `key` if it is held now, else None (nothing is loaded)."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
 
     def put(self, key: Hashable, value: object, nbytes: int) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ is a FormatError whose one sentence names the file and what is wrong.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -256,6 +257,56 @@ def decode_block(frame: ByteView, name: str, index: int, needed: int = BLOCK_BYT
     if len(raw) != min(needed, BLOCK_BYTES):
         raise FormatError(f"{bad} (it decompresses to {len(raw)} bytes).")
     return raw
+
+
+# A streamed file is read in ranges of about this many bytes: few requests to an
+# object store, and nothing layer-sized held (the largest distance file is GBs).
+STREAM_BYTES = 64 << 20
+
+
+def stream_blocks(
+    read_range: Callable[[int, int], bytes],
+    size: int,
+    name: str,
+    nbits: int,
+    sums: FileSums | None = None,
+    hasher: Any = None,
+) -> Iterator[tuple[int, bytes]]:
+    """(index, raw bytes) of each block of a file of `size` bytes, in order, the
+    first bitset_bytes(nbits) raw bytes in all, read through `read_range(start,
+    end)` in ranges of about STREAM_BYTES; the header and every frame checked as
+    decode_file checks them, and every byte of the file fed to `hasher` (a
+    hashlib object) in order, so it ends holding the whole file's digest."""
+    head = read_range(0, min(size, header_size(blocks_for_bits(nbits))))
+    if sums is not None:
+        sums.check_header(head, size, name)
+    offsets = parse_header(head, size, name, nbits)
+    if hasher is not None:
+        hasher.update(head[: offsets[0]])
+    total = bitset_bytes(nbits)
+    num_blocks = len(offsets) - 1
+    first = 0
+    while first < num_blocks:
+        last = first + 1  # blocks [first, last) in one read
+        while last < num_blocks and offsets[last + 1] - offsets[first] <= STREAM_BYTES:
+            last += 1
+        data = memoryview(read_range(int(offsets[first]), int(offsets[last])))
+        if len(data) != offsets[last] - offsets[first]:
+            raise FormatError(f"{name}: file is cut short, block {last - 1} ends past its end.")
+        if hasher is not None:
+            hasher.update(data)
+        for b in range(first, last):
+            frame = data[offsets[b] - offsets[first] : offsets[b + 1] - offsets[first]]
+            if sums is not None:
+                sums.check_frame(b, frame, name)
+            raw = decode_block(frame, name, b, min(BLOCK_BYTES, total - b * BLOCK_BYTES))
+            if b == num_blocks - 1 and nbits % 8:
+                # Bits past nbits name no position; cleared so counts stay exact.
+                tail = bytearray(raw[-1:])
+                tail[0] &= (1 << (nbits % 8)) - 1
+                raw = raw[:-1] + bytes(tail)
+            yield b, raw
+        first = last
 
 
 def decode_file(

@@ -32,19 +32,27 @@ from ..naming import (
     layer_name,
     parse_layer_file,
     parse_layer_name,
+    verify_distances_key,
     verify_files_key,
     verify_key,
 )
 from .records import binding, read_record, write_record
 from .tasks import (
+    BOTH,
+    CACHE_SHARE,
     DEFAULT_CHUNK_SIZE,
+    DISTANCES,
     MAX_FAULTS,
     SAMPLE_CHUNK,
+    VALUES,
     LayerSpec,
     VerifyJob,
+    check_bytes,
     fault,
     forget_run,
+    gate_task,
     verify_chunk_task,
+    verify_distances_task,
     verify_files_task,
     verify_sample_task,
     warm_up,
@@ -229,6 +237,7 @@ class _Run:
     # layer -> what its record binds (records.py); only where records can be kept
     bindings: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     skipped: set[tuple[int, int]] = field(default_factory=set)  # passed in an earlier run, same files
+    gates: list[Future[Any]] = field(default_factory=list)  # tasks that order large layers
     records_problem: str | None = None  # why no record could be written (said once)
 
     @property
@@ -399,11 +408,57 @@ def _keep_record(run: _Run, result: LayerResult, log: Callable[[str], object]) -
         log(f"cannot keep verify's records in {run.store.shown} ({exc}): a rerun checks every layer again")
 
 
+def worker_bytes(client: Client) -> int | None:
+    """What the verifier's cache may hold on the smallest worker (None: no limit)."""
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    if not limits or not all(limits):
+        return None
+    return int(min(limits) * CACHE_SHARE)
+
+
+def plan_passes(run: _Run, budget: int | None) -> dict[tuple[int, int], str]:
+    """How each layer's positions are checked (tasks.BOTH or VALUES, then
+    DISTANCES) on workers whose caches hold `budget` bytes; a layer that cannot
+    be checked there is refused here, before any task, in one sentence."""
+    chosen: dict[tuple[int, int], str] = {}
+    for layer in run.checked:
+        chosen[layer] = BOTH
+        if layer in run.missing or layer in run.skipped:
+            continue
+        spec = run.specs[layer]
+        partner, targets = run.deps_of[layer]
+        deps = tuple(run.specs[t] for t in targets)
+        args = (spec, run.specs[partner], deps, run.use_dtz)
+        if budget is None or check_bytes(*args) <= budget:
+            continue
+        need = (
+            max(check_bytes(*args, VALUES), check_bytes(*args, DISTANCES))
+            if run.use_dtz
+            else check_bytes(*args)
+        )
+        if need > budget:
+            raise BestemsheError(
+                f"layer {spec.name} needs {need / 2**30:.1f} GiB in one worker to be checked, "
+                f"but a worker's verify cache holds {budget / 2**30:.1f} GiB "
+                f"({CACHE_SHARE:.0%} of its memory limit): give each worker at least "
+                f"{need / CACHE_SHARE / 2**30:.1f} GiB."
+            )
+        chosen[layer] = VALUES
+    return chosen
+
+
 def _submit_positions(
     client: Client, run: _Run, sample: int | None, seed: int | None, chunk_size: int
 ) -> list[Future[dict[str, Any]]]:
-    """The position checks: every rank in chunks, or `sample` random ranks a layer."""
+    """The position checks: every rank in chunks, or `sample` random ranks a layer.
+    A layer that holds more than half of a worker's cache runs alone (its tasks
+    wait for those before it, and those after it for its own), and one whose
+    capture targets and partner's distances do not fit together is checked in
+    two passes (values, then distances), the second after the first."""
     submitted_all: list[Future[dict[str, Any]]] = []
+    budget = worker_bytes(client) if sample is None else None
+    passes = plan_passes(run, budget) if sample is None else {}
+    gate: Future[Any] | None = None
     for layer in sorted(run.checked, key=lambda l: (-sum(l), l)):
         if layer in run.missing or layer in run.skipped:
             continue
@@ -414,6 +469,12 @@ def _submit_positions(
             pieces = [
                 (lo, min(lo + chunk_size, spec.positions)) for lo in range(0, spec.positions, chunk_size)
             ]
+            mode = passes[layer]
+            alone = budget is not None and (
+                mode != BOTH or check_bytes(spec, run.specs[partner], deps, run.use_dtz) > budget // 2
+            )
+            if alone and submitted_all:
+                gate = _gate(client, run, f"before-{layer_name(*layer)}", submitted_all + [gate])
             submitted = [
                 client.submit(
                     verify_chunk_task,
@@ -424,11 +485,30 @@ def _submit_positions(
                     c,
                     lo,
                     hi,
+                    mode,
+                    gate,
                     key=verify_key(*layer, c, run.tag),
                     pure=False,
                 )
                 for c, (lo, hi) in enumerate(pieces)
             ]
+            if mode == VALUES:
+                middle = _gate(client, run, f"values-{layer_name(*layer)}", submitted)
+                submitted = [
+                    client.submit(
+                        verify_distances_task,
+                        run.job,
+                        spec,
+                        run.specs[partner],
+                        first,
+                        middle,
+                        key=verify_distances_key(*layer, c, run.tag),
+                        pure=False,
+                    )
+                    for c, first in enumerate(submitted)
+                ]
+            if alone:
+                gate = _gate(client, run, f"after-{layer_name(*layer)}", submitted)
         else:
             assert seed is not None  # verify() draws one for a sample
             rng = np.random.default_rng([seed, *layer])
@@ -455,6 +535,15 @@ def _submit_positions(
         run.results[layer].chunks_left = len(submitted)
         submitted_all += submitted
     return submitted_all
+
+
+def _gate(client: Client, run: _Run, name: str, after: list[Any]) -> Future[Any]:
+    """A task that ends when every task of `after` has (None entries left out)."""
+    gate = client.submit(
+        gate_task, *[f for f in after if f is not None], key=f"verify-gate-{name}-{run.tag}", pure=False
+    )
+    run.gates.append(gate)
+    return gate
 
 
 def _gather_positions(
@@ -518,7 +607,7 @@ def verify(
         if sample is None and run.manifest is not None:
             _resume(run, log, fresh)
         chunk_futures = _submit_positions(client, run, sample, seed, chunk_size)
-        futures += chunk_futures
+        futures += chunk_futures + run.gates
         _gather_positions(run, chunk_futures, log)
     except KilledWorker as exc:
         key = getattr(exc, "task", None) or str(exc).split()[0]

@@ -97,19 +97,25 @@ def check_range(
     hi,
     own,
     own_dtz,
+    own_dtz_lo,
     other,
     other_dtz,
     deps,
     dep_start,
     binom,
     use_dtz,
+    exits,
     fault_rank,
     faults,
 ):
     """Check every position of layer (k1, k2) with rank in [lo, hi).
 
     own/other:  2-bit codes of this layer and of the paired layer (k2, k1);
-    own_dtz/other_dtz: their distance tables (ignored unless use_dtz);
+    own_dtz/other_dtz: their distance tables (ignored unless use_dtz); position x
+                of this layer at own_dtz[x - own_dtz_lo] (a chunk's slice, or the
+                whole table at 0);
+    exits:      given (not empty), bit x - lo is set where a move wins at once or
+                a capture reaches a LOSS (check_distances_range's input);
     deps:       the capture targets' codes end to end; layer (k2, k1 + c) starts
                 at position dep_start[c // 2 - 1];
     fault_rank/faults: the first faults found (rank; FAULT_COLUMNS), at most
@@ -159,8 +165,13 @@ def check_range(
                 if captured[i] == 0 and (child_value[i] == LOSS or (not any_loss and child_value[i] == WIN)):
                     child_dtz[i] = other_dtz[child[i]]
         want, want_dtz = expected(count, child_value, child_dtz)
+        if exits.shape[0] > 0:
+            for i in range(count):
+                if captured[i] != 0 and child_value[i] == LOSS:
+                    exits[(x - lo) >> 3] |= np.uint8(1 << ((x - lo) & 7))
+                    break
         value = np.int64(get_code(own, x))
-        dtz = np.int64(own_dtz[x]) if use_dtz else np.int64(0)
+        dtz = np.int64(own_dtz[x - own_dtz_lo]) if use_dtz else np.int64(0)
         if value == WIN:
             wins += 1
         elif value == LOSS:
@@ -186,6 +197,98 @@ def check_range(
         if x + 1 < hi:
             successor(board)
     return wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded
+
+
+@njit(cache=True, nogil=True)
+def check_distances_range(
+    pits,
+    win_kazan,
+    k1,
+    stones,
+    lo,
+    hi,
+    own,
+    own_dtz,
+    own_dtz_lo,
+    other,
+    other_dtz,
+    binom,
+    exits,
+    skip,
+    fault_rank,
+    faults,
+):
+    """The distances of positions [lo, hi) of layer (k1, k2), in a pass of their
+    own after check_range has checked the values without them (so the capture
+    targets and the paired layer's distances are never held at once): `exits`
+    (bit x - lo) is what that pass found of the captures, `skip` (sorted) the
+    ranks whose value it found wrong. A WIN with an exit is 1 ply from the end of
+    the layer; else 1 + the least distance of a quiet move's LOSS child. A LOSS
+    is 1 + the largest distance of a quiet move's child, at least 1 with a
+    capture (its target is a WIN, at distance 0), 0 with no move; a DRAW 0.
+    Returns (distance faults, largest stored distance, faults recorded); the
+    expected value recorded with a fault is the stored one."""
+    literally(pits)
+    n = 2 * pits
+    board = np.empty(n, np.int64)
+    after = np.empty(n, np.int64)
+    captured = np.empty(pits, np.int64)
+    child = np.empty(pits, np.int64)
+    dtz_faults = 0
+    max_dtz = 0
+    recorded = 0
+    room = fault_rank.shape[0]
+    at = 0
+    if lo >= hi:
+        return dtz_faults, max_dtz, recorded
+    unrank(lo, stones, binom, board)
+    for x in range(lo, hi):
+        value = np.int64(get_code(own, x))
+        dtz = np.int64(own_dtz[x - own_dtz_lo])
+        if dtz > max_dtz:
+            max_dtz = dtz
+        while at < skip.shape[0] and skip[at] < x:
+            at += 1
+        if at < skip.shape[0] and skip[at] == x:
+            want = dtz  # its value is wrong: counted by the values pass
+        elif value == WIN:
+            if (exits[(x - lo) >> 3] >> ((x - lo) & 7)) & 1:
+                want = 1
+            else:
+                want = _FAR
+                count = moves_of(board, after, pits, win_kazan, k1, binom, captured, child)
+                for i in range(count):
+                    if (
+                        captured[i] == 0
+                        and get_code(other, child[i]) == LOSS
+                        and other_dtz[child[i]] + 1 < want
+                    ):
+                        want = other_dtz[child[i]] + 1
+                if want == _FAR:
+                    want = dtz  # no LOSS child: a wrong value, counted there
+        elif value == LOSS:
+            count = moves_of(board, after, pits, win_kazan, k1, binom, captured, child)
+            want = 0
+            for i in range(count):
+                if captured[i] == 0:
+                    if other_dtz[child[i]] + 1 > want:
+                        want = other_dtz[child[i]] + 1
+                elif want < 1:
+                    want = 1
+        else:
+            want = 0
+        if dtz != want:
+            dtz_faults += 1
+            if recorded < room:
+                fault_rank[recorded] = x
+                faults[recorded, 0] = value
+                faults[recorded, 1] = value
+                faults[recorded, 2] = dtz
+                faults[recorded, 3] = want
+                recorded += 1
+        if x + 1 < hi:
+            successor(board)
+    return dtz_faults, max_dtz, recorded
 
 
 @njit(cache=True, nogil=True)

@@ -19,8 +19,10 @@ between their tasks:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +40,15 @@ from ..game.rules import unrank
 from ..game.variant import Variant
 from ..naming import layer_file, layer_name, sums_file
 from ..solve import code_arrays, kernels
-from .kernels import WINS_AT_ONCE, check_range, expected_of, list_moves
+from .kernels import WINS_AT_ONCE, check_distances_range, check_range, expected_of, list_moves
 
 DEFAULT_CHUNK_SIZE = 1 << 23  # positions per chunk task
 MAX_FAULTS = 20  # faults a chunk task (or a file check) reports in full
 SAMPLE_CHUNK = 4096  # sampled positions per task
 VALUE_NAMES = {code_arrays.WIN: "win", code_arrays.LOSS: "loss", 0: "draw"}
+# How a chunk's positions are checked: in one pass, or (a layer whose capture
+# targets and partner's distances do not fit a worker together) in two.
+BOTH, VALUES, DISTANCES = "both", "values", "distances"
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,11 @@ def fault(layer: tuple[int, int], kind: str, message: str, **extra: Any) -> dict
 # -- the worker side: a cache per process ----------------------------------------------
 # Decoded layers, dependency bundles and a block reader per verify run; the least
 # recently used dropped past the worker's budget, and a run's all at its end.
-CACHE = OnceCache(worker_memory_budget, keep_newest=True)
+# Verify's tasks return little, so its cache may take more of a worker than the
+# solver's (40%): the largest layer's distance pass holds 15.7 GB (the codes and
+# distances of layer 0_0), 67% of a 24 GiB worker, under Dask's pause at 80%.
+CACHE_SHARE = 0.7
+CACHE = OnceCache(lambda: worker_memory_budget(CACHE_SHARE), keep_newest=True)
 
 
 def forget_run(run: str) -> int:
@@ -114,12 +123,35 @@ def warm_up(pits: int) -> float:
                 3,
                 codes,
                 dtz,
+                0,
                 codes,
                 dtz,
                 codes,
                 np.zeros(variant.win_kazan // 2 + 1, np.int64),
                 variant.binom,
                 True,
+                np.zeros(1, np.uint8),
+                np.zeros(1, np.int64),
+                np.zeros((1, 4), np.int64),
+            ),
+        )
+        kernels.call_specialized(
+            check_distances_range,
+            (
+                pits,
+                variant.win_kazan,
+                0,
+                4,
+                0,
+                3,
+                codes,
+                dtz,
+                0,
+                codes,
+                dtz,
+                variant.binom,
+                np.zeros(1, np.uint8),
+                np.zeros(0, np.int64),
                 np.zeros(1, np.int64),
                 np.zeros((1, 4), np.int64),
             ),
@@ -137,7 +169,7 @@ def warm_up(pits: int) -> float:
 @dataclass
 class LoadedLayer:
     codes: NDArray[np.uint64] | None  # None: the files could not be decoded
-    dtz: NDArray[Any] | None  # 1 or 2 bytes a position
+    dtz: NDArray[Any] | None  # 1 or 2 bytes a position; None when large (or unreadable)
     faults: list[dict[str, Any]]
     fault_count: int
     counts: dict[str, int] | None
@@ -157,9 +189,9 @@ def _bits(spec: LayerSpec, kind: str) -> int:
 
 
 def _check_entry_file(
-    spec: LayerSpec, kind: str, name: str, size: int, data: bytes | None, faults: list[dict[str, Any]]
+    spec: LayerSpec, kind: str, name: str, size: int, sha: str | None, faults: list[dict[str, Any]]
 ) -> None:
-    """Size (and, given the bytes, sha256) of a file against the manifest."""
+    """Size (and, given the file's sha256, that) of a file against the manifest."""
     entry = spec.entry
     if entry is None:
         return
@@ -172,48 +204,97 @@ def _check_entry_file(
         faults.append(
             fault(spec.layer, "size", f"{name}: {size} bytes but the manifest says {want}.", file=name)
         )
-    if data is not None:
-        sha = (entry.get("sha256") or {}).get(kind)
-        got = hashlib.sha256(data).hexdigest()
-        if sha != got:
+    if sha is not None:
+        recorded = (entry.get("sha256") or {}).get(kind)
+        if recorded != sha:
             faults.append(
                 fault(
                     spec.layer,
                     "sha256",
-                    f"{name}: sha256 {got[:16]}... does not match the manifest's {str(sha)[:16]}...",
+                    f"{name}: sha256 {sha[:16]}... does not match the manifest's {str(recorded)[:16]}...",
                     file=name,
                 )
             )
 
 
-def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
-    """A layer's files read, checked against the manifest and decoded."""
-    start = time.perf_counter()
-    store = job.store()
-    faults: list[dict[str, Any]] = []
-    raw: dict[str, NDArray[np.uint8]] = {}
-    sums = _sidecar(job, spec, faults)
-    for kind in _kinds(spec):
-        name = layer_file(spec.k1, spec.k2, kind)
+# A layer's distance table is kept whole by its file check (for its chunks)
+# up to this size; a larger one is read again a chunk's slice at a time.
+KEEP_DISTANCES_BYTES = 64 << 20
+
+
+class _Stream:
+    """One file of a layer read block by block (format.stream_blocks), its size
+    and sha256 checked against the manifest at the end; a fault ends it."""
+
+    def __init__(self, job: VerifyJob, spec: LayerSpec, kind: str, sums: LayerSums | None) -> None:
+        self.job, self.spec, self.kind, self.sums = job, spec, kind, sums
+        self.name = layer_file(spec.k1, spec.k2, kind)
+
+    def blocks(self, faults: list[dict[str, Any]]) -> Iterator[tuple[int, bytes]]:
+        store = self.job.store()
+        shown = store_name(store, self.name)
         try:
-            data = store.read_bytes(name)
+            size = store.size(self.name)
+            checks = None if self.sums is None else self.sums.of(self.kind, shown)
+            hasher = hashlib.sha256()
+            read = functools.partial(store.read_range, self.name)
+            yield from fmt.stream_blocks(read, size, shown, _bits(self.spec, self.kind), checks, hasher)
         except StoreError as exc:
-            faults.append(fault(spec.layer, "file", str(exc), file=name))
-            continue
-        _check_entry_file(spec, kind, name, len(data), data, faults)
-        try:
-            checks = None if sums is None else sums.of(kind, store_name(store, name))
-            raw[kind] = fmt.decode_file(data, store_name(store, name), _bits(spec, kind), checks)
+            faults.append(fault(self.spec.layer, "file", str(exc), file=self.name))
+            raise _Unusable from None
         except FormatError as exc:
-            faults.append(fault(spec.layer, "format", str(exc), file=name))
+            _check_entry_file(self.spec, self.kind, self.name, size, None, faults)
+            faults.append(fault(self.spec.layer, "format", str(exc), file=self.name))
+            raise _Unusable from None
+        _check_entry_file(self.spec, self.kind, self.name, size, hasher.hexdigest(), faults)
+
+
+class _Unusable(Exception):
+    """A file could not be read or decoded (its fault is recorded)."""
+
+
+def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
+    """A layer's files read, checked against the manifest and decoded a block at a
+    time: its codes whole (2 bits a position), its distance table whole only when
+    small, the largest distance either way."""
+    start = time.perf_counter()
+    faults: list[dict[str, Any]] = []
+    sums = _sidecar(job, spec, faults)
     codes, counts, dtz, max_dtz, extra = None, None, None, None, 0
-    if "win" in raw and "draw" in raw:
-        both = np.bitwise_and(raw["win"], raw["draw"])
-        marked = np.flatnonzero(both)
-        if marked.size:
-            ranks = [int(b) * 8 + bit for b in marked[:MAX_FAULTS] for bit in range(8) if both[b] >> bit & 1]
-            total = int(np.unpackbits(both[marked]).sum())
-            for r in ranks[:MAX_FAULTS]:
+    win = np.zeros(fmt.bitset_bytes(spec.positions), np.uint8)
+    try:
+        for b, raw in _Stream(job, spec, "win", sums).blocks(faults):
+            win[b * fmt.BLOCK_BYTES : b * fmt.BLOCK_BYTES + len(raw)] = np.frombuffer(raw, np.uint8)
+        ok = True
+    except _Unusable:
+        ok = False
+    try:
+        codes = code_arrays.new_codes(spec.positions) if ok else None
+        clashes: list[int] = []
+        total = 0
+        words = fmt.BLOCK_BITS // 32
+        for b, raw in _Stream(job, spec, "draw", sums).blocks(faults):
+            if codes is None:
+                continue  # the win file failed: the draw file is still checked
+            at = b * fmt.BLOCK_BYTES
+            draw = np.frombuffer(raw, np.uint8)
+            both = np.bitwise_and(win[at : at + len(raw)], draw)
+            marked = np.flatnonzero(both)
+            if marked.size:
+                total += int(np.unpackbits(both[marked]).sum())
+                clashes += [
+                    (at + int(i)) * 8 + bit
+                    for i in marked[:MAX_FAULTS]
+                    for bit in range(8)
+                    if both[i] >> bit & 1
+                ][: MAX_FAULTS - len(clashes)]
+                continue
+            part = codes[b * words : min((b + 1) * words, codes.shape[0])]
+            codes_from_bitsets(
+                win[at : at + len(raw)], draw, spec.positions, spec.k1, spec.k2, part, b * words
+            )
+        if clashes:
+            for r in clashes:
                 faults.append(
                     fault(
                         spec.layer,
@@ -223,33 +304,49 @@ def load_layer(job: VerifyJob, spec: LayerSpec) -> LoadedLayer:
                         position=position_of(job.variant, spec, r),
                     )
                 )
-            extra = total - min(total, MAX_FAULTS)
-        else:
-            codes = codes_from_bitsets(raw["win"], raw["draw"], spec.positions, spec.k1, spec.k2)
-            wins, losses, draws = (int(c) for c in code_arrays.count_codes(codes, spec.positions))
-            counts = {"win": wins, "draw": draws, "loss": losses}
-            recorded = (spec.entry or {}).get("counts")
-            if spec.entry is not None and recorded != counts:
-                faults.append(
-                    fault(
-                        spec.layer,
-                        "counts",
-                        f"layer {spec.name} holds win {wins:,} draw {draws:,} "
-                        f"loss {losses:,} but the manifest says {_counts(recorded)}.",
-                    )
-                )
-    if "dtz" in raw:
-        dtz = raw["dtz"].view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
-        max_dtz = int(dtz.max()) if dtz.shape[0] else 0
-        recorded = ((spec.entry or {}).get("dtz") or {}).get("max")
-        if recorded != max_dtz:
+            extra = total - len(clashes)
+            codes = None
+    except _Unusable:
+        codes = None
+    del win
+    if codes is not None:
+        wins, losses, draws = (int(c) for c in code_arrays.count_codes(codes, spec.positions))
+        counts = {"win": wins, "draw": draws, "loss": losses}
+        recorded = (spec.entry or {}).get("counts")
+        if spec.entry is not None and recorded != counts:
             faults.append(
                 fault(
                     spec.layer,
-                    "manifest",
-                    f"layer {spec.name}: the largest distance is {max_dtz} but the manifest says {recorded}.",
+                    "counts",
+                    f"layer {spec.name} holds win {wins:,} draw {draws:,} "
+                    f"loss {losses:,} but the manifest says {_counts(recorded)}.",
                 )
             )
+    if spec.dtz_width:
+        dtype = np.uint8 if spec.dtz_width == 1 else np.dtype("<u2")
+        keep = spec.positions * spec.dtz_width <= KEEP_DISTANCES_BYTES
+        whole = np.zeros(spec.positions, dtype) if keep else None
+        try:
+            largest = 0
+            for b, raw in _Stream(job, spec, "dtz", sums).blocks(faults):
+                block = np.frombuffer(raw, dtype)
+                if block.shape[0]:
+                    largest = max(largest, int(block.max()))
+                if whole is not None:
+                    first = b * (fmt.BLOCK_BYTES // spec.dtz_width)
+                    whole[first : first + block.shape[0]] = block
+            dtz, max_dtz = whole, largest
+            recorded = ((spec.entry or {}).get("dtz") or {}).get("max")
+            if recorded != max_dtz:
+                faults.append(
+                    fault(
+                        spec.layer,
+                        "manifest",
+                        f"layer {spec.name}: the largest distance is {max_dtz} but the manifest says {recorded}.",
+                    )
+                )
+        except _Unusable:
+            pass
     return LoadedLayer(codes, dtz, faults, len(faults) + extra, counts, max_dtz, time.perf_counter() - start)
 
 
@@ -311,15 +408,46 @@ def _codes(job: VerifyJob, spec: LayerSpec) -> NDArray[np.uint64]:
     return CACHE.get(("codes", job.run, spec.layer), load)
 
 
+def _dtype(spec: LayerSpec) -> np.dtype[Any]:
+    return np.dtype(np.uint8) if spec.dtz_width == 1 else np.dtype("<u2")
+
+
 def _distances(job: VerifyJob, spec: LayerSpec) -> NDArray[Any]:
-    """A layer's distance table, as stored (1 or 2 bytes a position)."""
+    """A layer's whole distance table, as stored (1 or 2 bytes a position),
+    decoded a block at a time into it."""
 
     def load() -> tuple[NDArray[Any], int]:
-        raw = _reader(job).table(spec.k1, spec.k2, "dtz", _bits(spec, "dtz"))
-        dtz = raw.view(np.uint8 if spec.dtz_width == 1 else np.dtype("<u2"))
-        return dtz, dtz.nbytes
+        reader = _reader(job)
+        name = layer_file(spec.k1, spec.k2, "dtz")
+        table = np.empty(spec.positions, _dtype(spec))
+        raw = table.view(np.uint8)
+        read = functools.partial(reader.store.read_range, name)
+        size = reader.store.size(name)
+        checks = reader.file_sums(spec.k1, spec.k2, "dtz")
+        for b, block in fmt.stream_blocks(read, size, reader.shown(name), _bits(spec, "dtz"), checks):
+            raw[b * fmt.BLOCK_BYTES : b * fmt.BLOCK_BYTES + len(block)] = np.frombuffer(block, np.uint8)
+        return table, table.nbytes
 
     return CACHE.get(("dtz", job.run, spec.layer), load)
+
+
+def _own_distances(job: VerifyJob, spec: LayerSpec, lo: int, hi: int) -> tuple[NDArray[Any], int]:
+    """The distances of positions [lo, hi) of a layer, with the rank of the first
+    one given: the whole table where this worker holds it, else the blocks that
+    hold the chunk (a chunk reads its own distances in order, once)."""
+    whole = CACHE.peek(("dtz", job.run, spec.layer))
+    if whole is not None:
+        return whole, 0
+    assert spec.dtz_width is not None  # asked for only where the layer has distances
+    per_block = fmt.BLOCK_BYTES // spec.dtz_width
+    first, last = lo // per_block, (hi - 1) // per_block
+    reader = _reader(job)
+    nbits = _bits(spec, "dtz")
+    parts = [
+        np.frombuffer(reader.read_block(spec.k1, spec.k2, "dtz", nbits, b), _dtype(spec))
+        for b in range(first, last + 1)
+    ]
+    return np.concatenate(parts), first * per_block
 
 
 def position_of(variant: Variant, spec: LayerSpec, rank: int) -> list[int]:
@@ -344,7 +472,7 @@ def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> 
             "cpu_seconds": time.thread_time() - cpu,
         }
     loaded = load_layer(job, spec)
-    usable = loaded.codes is not None and (spec.dtz_width is None or loaded.dtz is not None)
+    usable = loaded.codes is not None and (spec.dtz_width is None or loaded.max_dtz is not None)
     # Keep what was decoded for this worker's chunk tasks; dependency layers
     # only need their codes, so the two are kept apart.
     if loaded.codes is not None:
@@ -365,24 +493,54 @@ def verify_files_task(job: VerifyJob, spec: LayerSpec, sample: bool = False) -> 
 def _bundle(
     job: VerifyJob, spec: LayerSpec, deps: tuple[LayerSpec, ...]
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64]]:
-    """The capture targets' codes end to end, as check_range reads them."""
+    """The capture targets' codes end to end, as check_range reads them: each
+    copied from this worker's cache where it holds it, else decoded straight into
+    its place (the targets of a large layer are GBs: never held twice)."""
 
     def load() -> tuple[tuple[NDArray[np.uint64], NDArray[np.int64]], int]:
         start = np.full(job.variant.win_kazan // 2 + 1, -1, np.int64)
-        parts: list[NDArray[np.uint64]] = []
+        sizes = [code_arrays.code_words(dep.positions) for dep in deps]
+        bundle = np.empty(max(1, sum(sizes)), np.uint64)
         words = 0
-        for dep in deps:
-            codes = _codes(job, dep)
+        for dep, size in zip(deps, sizes, strict=True):
             start[(dep.k2 - spec.k1) // 2 - 1] = 32 * words
-            parts.append(codes)
-            words += codes.shape[0]
-        bundle = np.concatenate(parts) if parts else np.zeros(1, np.uint64)
+            part = bundle[words : words + size]
+            held = CACHE.peek(("codes", job.run, dep.layer))
+            if held is not None:
+                part[:] = held
+            else:
+                _reader(job).codes(dep.k1, dep.k2, dep.positions, out=part)
+            words += size
         return (bundle, start), bundle.nbytes
 
     return CACHE.get(("bundle", job.run, spec.layer), load)
 
 
+def bundle_bytes(spec: LayerSpec, deps: tuple[LayerSpec, ...]) -> int:
+    return 8 * max(1, sum(code_arrays.code_words(dep.positions) for dep in deps))
+
+
+def check_bytes(
+    spec: LayerSpec, partner: LayerSpec, deps: tuple[LayerSpec, ...], use_dtz: bool, passes: str = BOTH
+) -> int:
+    """Bytes a worker holds to check a layer's positions in `passes`: its codes,
+    its partner's codes, and the capture targets' codes (not in the distance
+    pass) or the partner's distances (not in the values pass), or both."""
+    held = 8 * code_arrays.code_words(spec.positions)
+    if partner.layer != spec.layer:
+        held += 8 * code_arrays.code_words(partner.positions)
+    if passes != DISTANCES:
+        held += bundle_bytes(spec, deps)
+    if use_dtz and passes != VALUES and partner.dtz_width:
+        held += partner.positions * partner.dtz_width
+    return held
+
+
 _NO_DTZ = np.zeros(1, np.uint8)
+_NO_EXITS = np.zeros(0, np.uint8)
+# Ranks of wrong values a values pass hands to its distance pass (which leaves
+# them out); a chunk with more has its distances reported as not checked.
+SKIP_RANKS = 1 << 16
 
 
 def verify_chunk_task(
@@ -393,18 +551,24 @@ def verify_chunk_task(
     chunk: int,
     lo: int,
     hi: int,
+    passes: str = BOTH,
+    gate: object = None,
 ) -> dict[str, Any]:
-    """Check positions [lo, hi) of one layer against their children."""
+    """Check positions [lo, hi) of one layer against their children: values and
+    distances (BOTH), or the values alone, with what the distance pass needs
+    (VALUES). `gate`: a task this one waits for (the driver's order of large
+    layers), unused."""
     start, cpu = time.perf_counter(), time.thread_time()
     v = job.variant
-    use_dtz = spec.dtz_width is not None and partner.dtz_width is not None
+    use_dtz = passes == BOTH and spec.dtz_width is not None and partner.dtz_width is not None
     own, other = _codes(job, spec), _codes(job, partner)
-    own_dtz = _distances(job, spec) if use_dtz else _NO_DTZ
+    own_dtz, own_dtz_lo = _own_distances(job, spec, lo, hi) if use_dtz else (_NO_DTZ, 0)
     other_dtz = _distances(job, partner) if use_dtz else _NO_DTZ
     bundle, dep_start = _bundle(job, spec, deps)
     loaded = time.perf_counter()
-    fault_rank = np.zeros(MAX_FAULTS, np.int64)
-    faults = np.zeros((MAX_FAULTS, 4), np.int64)
+    exits = np.zeros((hi - lo + 7) // 8, np.uint8) if passes == VALUES else _NO_EXITS
+    fault_rank = np.zeros(SKIP_RANKS if passes == VALUES else MAX_FAULTS, np.int64)
+    faults = np.zeros((fault_rank.shape[0], 4), np.int64)
     wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded = kernels.call_specialized(
         check_range,
         (
@@ -416,12 +580,14 @@ def verify_chunk_task(
             hi,
             own,
             own_dtz,
+            own_dtz_lo,
             other,
             other_dtz,
             bundle,
             dep_start,
             v.binom,
             use_dtz,
+            exits,
             fault_rank,
             faults,
         ),
@@ -437,9 +603,9 @@ def verify_chunk_task(
             int(faults[i, 3]),
             use_dtz,
         )
-        for i in range(recorded)
+        for i in range(min(recorded, MAX_FAULTS))
     ]
-    return {
+    result = {
         "layer": spec.layer,
         "chunk": chunk,
         "positions": hi - lo,
@@ -452,6 +618,88 @@ def verify_chunk_task(
         "load_seconds": loaded - start,
         "cpu_seconds": time.thread_time() - cpu,
     }
+    if passes == VALUES:
+        result["exits"] = exits
+        result["skip"] = fault_rank[:recorded].copy() if value_faults <= SKIP_RANKS else None
+        result["bounds"] = (lo, hi)
+    return result
+
+
+def verify_distances_task(
+    job: VerifyJob, spec: LayerSpec, partner: LayerSpec, first: dict[str, Any], gate: object = None
+) -> dict[str, Any]:
+    """The distance pass of a chunk whose values `first` (verify_chunk_task's
+    VALUES result) checked: its result with the distances' faults added. The
+    capture targets' codes are no longer needed on this worker: dropped first."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    CACHE.drop(lambda key: key[0] == "bundle" and key[1] == job.run)
+    result = {k: value for k, value in first.items() if k not in ("exits", "skip", "bounds")}
+    result["faults"] = list(first["faults"])
+    lo, hi = first["bounds"]
+    if first["skip"] is None:
+        result["faults"].append(
+            fault(
+                spec.layer,
+                "dtz",
+                f"layer {spec.name} positions {lo:,} to {hi - 1:,}: the distances are not "
+                f"checked, more than {SKIP_RANKS:,} of their values are wrong.",
+            )
+        )
+        result["dtz_faults"] = 1
+        return result
+    v = job.variant
+    own, other = _codes(job, spec), _codes(job, partner)
+    own_dtz, own_dtz_lo = _own_distances(job, spec, lo, hi)
+    other_dtz = _distances(job, partner)
+    loaded = time.perf_counter()
+    fault_rank = np.zeros(MAX_FAULTS, np.int64)
+    faults = np.zeros((MAX_FAULTS, 4), np.int64)
+    dtz_faults, max_dtz, recorded = kernels.call_specialized(
+        check_distances_range,
+        (
+            v.pits,
+            v.win_kazan,
+            spec.k1,
+            v.board_stones(spec.k1, spec.k2),
+            lo,
+            hi,
+            own,
+            own_dtz,
+            own_dtz_lo,
+            other,
+            other_dtz,
+            v.binom,
+            first["exits"],
+            first["skip"],
+            fault_rank,
+            faults,
+        ),
+    )
+    room = max(0, MAX_FAULTS - len(result["faults"]))
+    result["faults"] += [
+        position_fault(
+            v,
+            spec,
+            int(fault_rank[i]),
+            int(faults[i, 0]),
+            int(faults[i, 1]),
+            int(faults[i, 2]),
+            int(faults[i, 3]),
+            True,
+        )
+        for i in range(min(recorded, room))
+    ]
+    result["dtz_faults"] = int(dtz_faults)
+    result["max_dtz"] = int(max_dtz)
+    result["seconds"] += time.perf_counter() - start
+    result["load_seconds"] += loaded - start
+    result["cpu_seconds"] += time.thread_time() - cpu
+    return result
+
+
+def gate_task(*done: object) -> None:
+    """Nothing: a task that ends when the tasks given to it have (the driver's
+    order between large layers)."""
 
 
 def position_fault(
