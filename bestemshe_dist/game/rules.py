@@ -218,7 +218,7 @@ def child_rank(
     return value
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def move_rank(
     board: NDArray[np.int64],
     opponent: int,

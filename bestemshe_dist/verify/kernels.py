@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from ..game.rules import MOVE_EMPTY, MOVE_WIN, rotated_rank, sow_and_capture, successor, unrank
+from ..game.rules import MOVE_EMPTY, MOVE_WIN, move_rank, successor, unrank
 from ..solve.code_arrays import LOSS, WIN, get_code
 from ..solve.prefetch import prefetch
 
@@ -44,14 +44,23 @@ _FAR = 1 << 62
 
 
 @njit(cache=True, nogil=True, inline="always")
-def moves_of(board, after, pits, win_kazan, k1, binom, captured, child):
+def moves_of(board, pits, win_kazan, k1, binom, captured, child):
     """The legal moves of `board` (layer (k1, k2)); returns how many. For move i,
     captured[i] is WINS_AT_ONCE for a move that ends the game with a win, else the
     stones captured (0: a quiet move into layer (k2, k1); c > 0: into (k2, k1 + c)),
-    and child[i] the child's rank in that layer."""
+    and child[i] the child's rank in that layer.
+
+    By rules.move_rank, the arithmetic of a move (the tests hold it equal to the
+    plain sowing of sow_and_capture and the rank of the rotated board, on every
+    position of small variants and random ones of 50 stones): a check of pair
+    4-6 took 324 ns a position so, 371 with the plain sowing (566 and 658 with
+    distances)."""
+    opponent = 0
+    for j in range(pits, 2 * pits):
+        opponent += board[j]
     count = 0
     for pit in range(pits):
-        outcome, taken = sow_and_capture(board, pit, pits, k1, win_kazan, after)
+        outcome, taken, rank = move_rank(board, opponent, pit, pits, k1, win_kazan, binom)
         if outcome == MOVE_EMPTY:
             continue
         if outcome == MOVE_WIN:
@@ -59,7 +68,7 @@ def moves_of(board, after, pits, win_kazan, k1, binom, captured, child):
             child[count] = 0
         else:
             captured[count] = taken
-            child[count] = rotated_rank(after, pits, binom)
+            child[count] = rank
         count += 1
     return count
 
@@ -98,7 +107,6 @@ BLOCK = 32
 @njit(cache=True, nogil=True, inline="always")
 def _moves_ahead(
     board,
-    after,
     pits,
     win_kazan,
     k1,
@@ -120,7 +128,7 @@ def _moves_ahead(
     for (a capture's only `with_deps`); `board` ends on the position after them
     (if `left` goes past them)."""
     for j in range(block):
-        count = moves_of(board, after, pits, win_kazan, k1, binom, captured[j], child[j])
+        count = moves_of(board, pits, win_kazan, k1, binom, captured[j], child[j])
         counts[j] = count
         for i in range(count):
             c = captured[j, i]
@@ -174,7 +182,6 @@ def check_range(
     literally(pits)  # one compiled version per board size: the pit loops unroll
     n = 2 * pits
     board = np.empty(n, np.int64)
-    after = np.empty(n, np.int64)
     captured = np.empty((BLOCK, pits), np.int64)
     child = np.empty((BLOCK, pits), np.int64)
     counts = np.empty(BLOCK, np.int64)
@@ -196,7 +203,6 @@ def check_range(
         if j == 0:
             _moves_ahead(
                 board,
-                after,
                 pits,
                 win_kazan,
                 k1,
@@ -300,7 +306,6 @@ def check_distances_range(
     literally(pits)
     n = 2 * pits
     board = np.empty(n, np.int64)
-    after = np.empty(n, np.int64)
     captured = np.empty(pits, np.int64)
     child = np.empty(pits, np.int64)
     captured = np.empty((BLOCK, pits), np.int64)
@@ -319,7 +324,6 @@ def check_distances_range(
         if j == 0:
             _moves_ahead(
                 board,
-                after,
                 pits,
                 win_kazan,
                 k1,
@@ -384,8 +388,7 @@ def check_distances_range(
 @njit(cache=True, nogil=True)
 def list_moves(board, pits, win_kazan, k1, binom, captured, child):
     """moves_of for callers outside numba (sampled positions)."""
-    after = np.empty(2 * pits, np.int64)
-    return moves_of(board, after, pits, win_kazan, k1, binom, captured, child)
+    return moves_of(board, pits, win_kazan, k1, binom, captured, child)
 
 
 @njit(cache=True, nogil=True)
