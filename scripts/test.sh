@@ -14,8 +14,11 @@ fi
 # if a package is missing): nginx serves a tablebase over HTTP to the oracle
 # tests; chromium loads the solve's dashboard page (through Playwright from PyPI,
 # never a downloaded browser); SLURM and munge run the --cluster slurm test on a
-# real single-node SLURM (scripts/slurm-single-node.sh starts and stops it).
+# real single-node SLURM (scripts/slurm-single-node.sh starts and stops it);
+# iproute2 and util-linux make the separate hosts of tests/hosts_support.py.
 missing=()
+if ! command -v ip >/dev/null 2>&1; then missing+=(iproute2); fi
+if ! command -v unshare >/dev/null 2>&1; then missing+=(util-linux); fi
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then missing+=(nginx-light); fi
 if [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
 for tool in slurmctld slurmd sbatch munged; do

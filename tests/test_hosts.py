@@ -1,0 +1,83 @@
+"""Solves across separate hosts: each a Linux namespace with its own address,
+hostname and /dev/shm, running one Dask worker (hosts_support.py). A solve
+spread over them writes the same files as one on a single host."""
+
+import os
+import re
+import socket
+import subprocess
+
+import pytest
+from conftest import FIXTURE_M40
+from distributed import get_task_stream
+from hosts_support import Hosts, available, leave_mark, whoami
+
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+
+pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
+
+
+@pytest.fixture
+def make_hosts(request, tmp_path):
+    """make_hosts(n): n hosts, removed however the test ends."""
+
+    def make(count):
+        made = Hosts(count, tmp_path / f"host-logs-{count}")
+        request.addfinalizer(made.close)
+        return made.open()
+
+    return make
+
+
+def leftovers(tag):
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return [line for line in (names + links).splitlines() if tag in line]
+
+
+def test_each_host_has_its_own_address_hostname_and_shared_memory(make_hosts):
+    hosts = make_hosts(2)
+    with hosts.client() as client:
+        seen = client.run(whoami)
+        addresses = sorted(a.split("//")[1].rsplit(":", 1)[0] for a in seen)
+        assert addresses == [hosts.host_address(0), hosts.host_address(1)]
+        names = sorted(name for name, _, _ in seen.values())
+        assert names == [hosts.hostname(0), hosts.hostname(1)] and socket.gethostname() not in names
+        assert len({host for _, host, _ in seen.values()}) == 2  # two hosts to the solver
+        mark = f"bestemshe-test-{hosts.tag}"
+        first = next(a for a in seen if hosts.host_address(0) in a)
+        client.run(leave_mark, mark, workers=[first])
+        after = client.run(whoami)
+        assert [a for a, (_, _, shm) in after.items() if mark in shm] == [first]
+        assert not os.path.exists(f"/dev/shm/{mark}")  # nor in this machine's own
+    hosts.close()
+    assert leftovers(hosts.tag) == []
+
+
+@pytest.mark.parametrize("method", ["counting", "frontier"])
+def test_a_solve_across_three_hosts_writes_the_published_files(make_hosts, tmp_path, method):
+    """The 50-stone layers with k1 + k2 >= 40, chunked small enough that every pair
+    runs as a large one (rounds of chunk tasks, host arrays), over three hosts."""
+    hosts = make_hosts(3)
+    variant = Variant(50, 5)
+    out = tmp_path / "out"
+    lines = []
+    with hosts.client() as client, get_task_stream(client) as stream:
+        solve(
+            client,
+            Job(str(out), variant, method=method),
+            make_plan(variant, 40),
+            lines.append,
+            chunk_size=20_000,
+        )
+    workers = {t["worker"] for t in stream.data}
+    published = sorted(p.name for p in FIXTURE_M40.glob("*.bin"))
+    assert sorted(p.name for p in out.glob("*.bin")) == published
+    for name in published:
+        assert (out / name).read_bytes() == (FIXTURE_M40 / name).read_bytes(), name
+    assert len(workers) == 3  # every host took work
+    # pairs solved as large ones: rounds of chunk tasks, arrays on the hosts
+    assert any(re.search(rf"round \d+ \({method}, [2-9] chunks", line) for line in lines), lines
