@@ -592,19 +592,7 @@ def verify_chunk_task(
             faults,
         ),
     )
-    found = [
-        position_fault(
-            v,
-            spec,
-            int(fault_rank[i]),
-            int(faults[i, 0]),
-            int(faults[i, 1]),
-            int(faults[i, 2]),
-            int(faults[i, 3]),
-            use_dtz,
-        )
-        for i in range(min(recorded, MAX_FAULTS))
-    ]
+    found = kernel_faults(v, spec, fault_rank, faults, min(recorded, MAX_FAULTS), use_dtz)
     result = {
         "layer": spec.layer,
         "chunk": chunk,
@@ -676,19 +664,7 @@ def verify_distances_task(
         ),
     )
     room = max(0, MAX_FAULTS - len(result["faults"]))
-    result["faults"] += [
-        position_fault(
-            v,
-            spec,
-            int(fault_rank[i]),
-            int(faults[i, 0]),
-            int(faults[i, 1]),
-            int(faults[i, 2]),
-            int(faults[i, 3]),
-            True,
-        )
-        for i in range(min(recorded, room))
-    ]
+    result["faults"] += kernel_faults(v, spec, fault_rank, faults, min(recorded, room), True)
     result["dtz_faults"] = int(dtz_faults)
     result["max_dtz"] = int(max_dtz)
     result["seconds"] += time.perf_counter() - start
@@ -700,6 +676,22 @@ def verify_distances_task(
 def gate_task(*done: object) -> None:
     """Nothing: a task that ends when the tasks given to it have (the driver's
     order between large layers)."""
+
+
+def kernel_faults(
+    variant: Variant,
+    spec: LayerSpec,
+    fault_rank: NDArray[np.int64],
+    faults: NDArray[np.int64],
+    count: int,
+    use_dtz: bool,
+) -> list[dict[str, Any]]:
+    """The first `count` faults a check kernel recorded (FAULT_COLUMNS), as reported."""
+    rows = [[int(c) for c in faults[i]] for i in range(count)]
+    return [
+        position_fault(variant, spec, int(fault_rank[i]), value, want, dtz, want_dtz, use_dtz)
+        for i, (value, want, dtz, want_dtz) in enumerate(rows)
+    ]
 
 
 def position_fault(
