@@ -154,6 +154,22 @@ class _Stopped(Exception):
     """The solve is being abandoned (another part failed)."""
 
 
+def round_hosts(results: list[dict[str, Any]], flushed: set[str]) -> dict[str, Any]:
+    """Where a round ran (the round marker keeps it): the hosts of its tasks, those
+    whose copy of the pair a task of it built, the earlier rounds each host
+    brought its copy up to before them (read from the checkpoints there, once
+    each), and the hosts that wrote its decisions out (a frontier round's flush)."""
+    synced: dict[str, list[int]] = {}
+    for r in results:
+        synced.setdefault(r["host"], []).extend(int(k) for k in r["exact"])
+    return {
+        "ran": sorted(synced),
+        "built": sorted({r["host"] for r in results if r.get("built")}),
+        "synced": {host: sorted(rounds) for host, rounds in sorted(synced.items()) if rounds},
+        "flushed": sorted(flushed),
+    }
+
+
 class _RedoRound(Exception):
     """A round's decisions were lost with a host: run the round again."""
 
@@ -371,27 +387,31 @@ class Driver:
             # decisions per part (absent from the checkpoints of older versions)
             weights = markers[-1].get("part_decided", {}) if markers else {}
             flush_seconds = 0.0
+            flushed_on: set[str] = set()
             if mode == COUNTING:
                 results = [self._count_round(pair, dep_shas, series, round_, previous, last_decided)]
                 parts = results[0]["parts"]
             elif mode == SWEEP:
                 results = self._round_tasks(pair, dep_shas, series, round_, mode, chunks, previous)
                 parts = {r["name"]: r["wins"] + r["losses"] for r in results if r["name"]}
+                flushed_on = {r["host"] for r in results if r["name"]}  # each task wrote its part
             elif is_small_round(last_decided or 0, self.chunk_size):
                 results = [self._small_round(pair, dep_shas, series, round_, previous)]
                 parts = results[0]["parts"]
+                flushed_on = {results[0]["host"]} if parts else set()
             else:
                 # One layer at a time: the sources in its partner decide it, in the
                 # host's one round array, written out before the other layer's turn.
                 results, parts = [], {}
                 for target in pair.layers:
                     half = [c for c in chunks if c[0] == partner(target)]
-                    done, found, flushed = self._frontier_half(
+                    done, found, flushed, wrote = self._frontier_half(
                         pair, dep_shas, series, round_, half, previous, target, weights
                     )
                     results += done
                     parts.update(found)
                     flush_seconds += flushed
+                    flushed_on |= wrote
             last_decided = sum(parts.values())
             marker: dict[str, Any] = {
                 "round": round_,
@@ -408,6 +428,8 @@ class Driver:
             }
             if mode == SWEEP:
                 marker["undecided_before"] = sum(r["undecided_before"] for r in results)
+            if mode != COUNTING:
+                marker["hosts"] = round_hosts(results, flushed_on)
             exact = [r["exact"].get(round_ - 1) for r in results if r["exact"].get(round_ - 1) is not None]
             if exact and mode != SWEEP:
                 marker["previous_exact"] = max(exact)
@@ -645,16 +667,16 @@ class Driver:
         previous: list[str],
         target: tuple[int, int],
         weights: dict[str, int],
-    ) -> tuple[list[dict[str, Any]], dict[str, int], float]:
+    ) -> tuple[list[dict[str, Any]], dict[str, int], float, set[str]]:
         """The frontier tasks deciding layer `target`, then the flush of their
         decisions; again if a host lost them on the way. Returns (results, parts,
-        the flush's seconds)."""
+        the flush's seconds, the hosts that wrote parts)."""
         for attempt in range(1, 4):
             results = self._round_tasks(pair, dep_shas, series, round_, FRONTIER, chunks, previous, weights)
             start = time.perf_counter()
             try:
-                parts = self._flush(pair, dep_shas, series, round_, results, target)
-                return results, parts, time.perf_counter() - start
+                parts, wrote = self._flush(pair, dep_shas, series, round_, results, target)
+                return results, parts, time.perf_counter() - start, wrote
             except _RedoRound as why:
                 if self.stop.is_set():  # cancelled by the stop itself: nothing to run again
                     raise _Stopped() from None
@@ -754,11 +776,11 @@ class Driver:
         round_: int,
         results: list[dict[str, Any]],
         target: tuple[int, int],
-    ) -> dict[str, int]:
+    ) -> tuple[dict[str, int], set[str]]:
         """A frontier round's decisions gather in each host's round arrays: tasks on
-        each host, one per thread, write them as checkpoint parts. Returns {part:
-        decisions}. A host that ran tasks of the round but has no worker left lost
-        its decisions: _RedoRound."""
+        each host, one per thread, write them as checkpoint parts. Returns ({part:
+        decisions}, the hosts that wrote parts). A host that ran tasks of the round
+        but has no worker left lost its decisions: _RedoRound."""
         client = self.client
         threads = self.domain_threads()
         hosts = sorted(threads)
@@ -792,6 +814,7 @@ class Driver:
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts: dict[str, int] = {}
+        flushed: set[str] = set()
         try:
             for (host, _), future in futures.items():
                 try:
@@ -804,10 +827,12 @@ class Driver:
                         raise _RedoRound(f"the flush on host {host} failed ({why})") from None
                     continue  # a host that ran nothing of the round had nothing to write
                 parts.update(result["parts"])
+                if result["parts"]:
+                    flushed.add(host)
         finally:
             with self.round_lock:
                 self.round_futures.difference_update(futures.values())
-        return parts
+        return parts, flushed
 
     def _wait_on_host(self, future: Future[dict[str, Any]], host: str) -> dict[str, Any]:
         """A flush task runs only on its host; if the host loses every worker meanwhile

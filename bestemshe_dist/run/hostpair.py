@@ -185,6 +185,12 @@ class HostPair:
         found = dict.fromkeys(pair.layers, shared)  # one layer's round at a time
         bundles = {l: dep_bundle(self.space, job, source, *l, dep_shas) for l in pair.layers}
         self.state = PairState(job.variant, pair.a, pair.b, codes=codes, found=found, bundles=bundles)
+        self._unreported = threading.Lock()  # held until a task reports the building
+
+    def built_here(self) -> bool:
+        """True for the one task that reports this host's copy as built (the round
+        marker says where each pair's arrays were built, and how often)."""
+        return self._unreported.acquire(blocking=False)
 
     def applied(self) -> int:
         return self.space.read_state(applied_mark(self.pair.key), {"round": -1})["round"]

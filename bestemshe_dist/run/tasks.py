@@ -255,7 +255,12 @@ def round_chunk_task(
     host = host_pair(job, pair, dep_shas, job.dep_source)
     exact = host.sync(round_ - 1)
     state = host.state
-    result: dict[str, Any] = {"host": memory_domain(job), "exact": exact, "name": None}
+    result: dict[str, Any] = {
+        "host": memory_domain(job),
+        "exact": exact,
+        "name": None,
+        "built": host.built_here(),
+    }
     # Where a round's time goes (the marker sums them): bringing the host's copy up
     # to the previous round, reading the task's sources, the kernel, writing.
     phases = result["phases"] = {"sync": time.perf_counter() - start}
@@ -422,6 +427,7 @@ def small_round_task(
     result: dict[str, Any] = {
         "host": domain,
         "exact": exact,
+        "built": host.built_here(),
         "name": None,
         "parts": {},
         "wins": 0,
