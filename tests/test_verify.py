@@ -227,7 +227,9 @@ def test_passes_on_the_solved_small_variant_as_a_proof(client, small_tb, passes)
     assert "verify-0-0-chunk-9" not in keys and "verify-files-6-6" in keys
     if passes == "two passes":
         assert {f"verify-0-0-chunk-{c}-distances" for c in range(9)} <= keys
-        assert {"verify-gate-values-0_0", "verify-gate-after-0_0", "verify-gate-before-0_0"} <= keys
+        # 0_0 is the last layer: nothing waits after it
+        assert {"verify-gate-values-0_0", "verify-gate-after-0_2", "verify-gate-before-0_0"} <= keys
+        assert "verify-gate-after-0_0" not in keys
     else:
         assert not any("distances" in k or "gate" in k for k in keys)
 

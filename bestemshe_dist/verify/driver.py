@@ -459,6 +459,8 @@ def _submit_positions(
     budget = worker_bytes(client) if sample is None else None
     passes = plan_passes(run, budget) if sample is None else {}
     gate: Future[Any] | None = None
+    # a layer that ran alone, and its tasks: the next layer's wait for them
+    after: tuple[tuple[int, int], list[Future[dict[str, Any]]]] | None = None
     for layer in sorted(run.checked, key=lambda l: (-sum(l), l)):
         if layer in run.missing or layer in run.skipped:
             continue
@@ -473,6 +475,9 @@ def _submit_positions(
             alone = budget is not None and (
                 mode != BOTH or check_bytes(spec, run.specs[partner], deps, run.use_dtz) > budget // 2
             )
+            if after is not None:  # the layer before ran alone: this one waits for it
+                gate = _gate(client, run, f"after-{layer_name(*after[0])}", after[1])
+                after = None
             if alone and submitted_all:
                 gate = _gate(client, run, f"before-{layer_name(*layer)}", submitted_all + [gate])
             submitted = [
@@ -508,7 +513,7 @@ def _submit_positions(
                     for c, first in enumerate(submitted)
                 ]
             if alone:
-                gate = _gate(client, run, f"after-{layer_name(*layer)}", submitted)
+                after = (layer, submitted)
         else:
             assert seed is not None  # verify() draws one for a sample
             rng = np.random.default_rng([seed, *layer])
