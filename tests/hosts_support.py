@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from distributed import Client
@@ -194,14 +193,6 @@ def _free_port(address: str) -> int:
     with socket.socket() as s:
         s.bind((address, 0))
         return int(s.getsockname()[1])
-
-
-def wait_until(check, timeout: float = 60.0, step: float = 0.2) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > end:
-            raise TimeoutError("condition not met in time")
-        time.sleep(step)
 
 
 # -- run on the hosts' workers (by reference: this module is importable there) ----------

@@ -142,6 +142,19 @@ def _moves_ahead(
             successor(board)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _record(fault_rank, faults, recorded, x, value, want, dtz, want_dtz):
+    """Keep a fault (FAULT_COLUMNS) where there is room; returns how many are kept."""
+    if recorded == fault_rank.shape[0]:
+        return recorded
+    fault_rank[recorded] = x
+    faults[recorded, 0] = value
+    faults[recorded, 1] = want
+    faults[recorded, 2] = dtz
+    faults[recorded, 3] = want_dtz
+    return recorded + 1
+
+
 @njit(cache=True, nogil=True)
 def check_range(
     pits,
@@ -194,7 +207,6 @@ def check_range(
     dtz_faults = 0
     max_dtz = 0
     recorded = 0
-    room = fault_rank.shape[0]
     if lo >= hi:
         return wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded
     unrank(lo, stones, binom, board)
@@ -264,13 +276,8 @@ def check_range(
         elif use_dtz and dtz != want_dtz:
             dtz_faults += 1
             fault = True
-        if fault and recorded < room:
-            fault_rank[recorded] = x
-            faults[recorded, 0] = value
-            faults[recorded, 1] = want
-            faults[recorded, 2] = dtz
-            faults[recorded, 3] = want_dtz
-            recorded += 1
+        if fault:
+            recorded = _record(fault_rank, faults, recorded, x, value, want, dtz, want_dtz)
     return wins, draws, losses, value_faults, dtz_faults, max_dtz, recorded
 
 
@@ -314,7 +321,6 @@ def check_distances_range(
     dtz_faults = 0
     max_dtz = 0
     recorded = 0
-    room = fault_rank.shape[0]
     at = 0
     if lo >= hi:
         return dtz_faults, max_dtz, recorded
@@ -375,13 +381,7 @@ def check_distances_range(
             want = 0
         if dtz != want:
             dtz_faults += 1
-            if recorded < room:
-                fault_rank[recorded] = x
-                faults[recorded, 0] = value
-                faults[recorded, 1] = value
-                faults[recorded, 2] = dtz
-                faults[recorded, 3] = want
-                recorded += 1
+            recorded = _record(fault_rank, faults, recorded, x, value, value, dtz, want)
     return dtz_faults, max_dtz, recorded
 
 
