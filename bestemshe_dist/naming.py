@@ -81,10 +81,17 @@ def check_key(k1: int, k2: int) -> str:
     return f"check-{k1}-{k2}"
 
 
-def chunk_key(pair: str, round_: int, chunk: int, piece: int | None = None) -> str:
+def round_key(pair: str, round_: int, attempt: int = 1) -> str:
+    """What the keys of a round's tasks start with. A round run again after a lost
+    host gets keys of its own (`.try<n>`): with the same keys, Dask would hand back
+    the results of the first try's tasks still held, and run nothing."""
+    return f"{pair}/round-{round_}" + (f".try{attempt}" if attempt > 1 else "")
+
+
+def chunk_key(pair: str, round_: int, chunk: int, piece: int | None = None, attempt: int = 1) -> str:
     """A round's task over one chunk of the pair (its layers' chunks numbered one
     after the other), or over one piece of a frontier chunk's sources."""
-    name = f"{pair}/round-{round_}/chunk-{chunk}"
+    name = f"{round_key(pair, round_, attempt)}/chunk-{chunk}"
     return name if piece is None else f"{name}.{piece}"
 
 
@@ -93,9 +100,9 @@ def small_round_key(pair: str, round_: int) -> str:
     return f"{pair}/round-{round_}/small"
 
 
-def flush_key(pair: str, round_: int, layer: tuple[int, int], host: str, group: int) -> str:
+def flush_key(pair: str, round_: int, layer: tuple[int, int], host: str, group: int, attempt: int = 1) -> str:
     """One of a host's tasks writing a frontier round's decisions for one layer."""
-    return f"{pair}/round-{round_}/flush-{layer[0]}-{layer[1]}-{host}-{group}"
+    return f"{round_key(pair, round_, attempt)}/flush-{layer[0]}-{layer[1]}-{host}-{group}"
 
 
 def publish_part_key(pair: str, layer: tuple[int, int], table: str, group: int) -> str:
@@ -134,7 +141,7 @@ class TaskName(NamedTuple):
 
 
 _TASK = re.compile(
-    r"^pair-(\d+)-(\d+)(?:/round-(\d+)/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
+    r"^pair-(\d+)-(\d+)(?:/round-(\d+)(?:\.try\d+)?/chunk-(\d+(?:\.\d+)?)|/publish-(\d+)-(\d+)/.*)?"
     r"(?:-[0-9a-f]{8})?$"
 )
 _LAYER_TASK = re.compile(r"^layer-(\d+)-(\d+)(?:-[0-9a-f]{8})?$")

@@ -135,3 +135,19 @@ def seaweed(tmp_path_factory):
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def make_hosts(request, tmp_path):
+    """make_hosts(n, **options): n hosts (hosts_support.Hosts), removed however the test ends."""
+
+    def make(count, **options):
+        # never skipped: CI runs as root with ip and unshare (scripts/test.sh installs them)
+        from hosts_support import Hosts, available
+
+        assert available() is None, f"separate hosts cannot be made here: {available()}"
+        made = Hosts(count, tmp_path / f"host-logs-{count}", **options)
+        request.addfinalizer(made.close)
+        return made.open()
+
+    return make

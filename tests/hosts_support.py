@@ -44,9 +44,18 @@ class Hosts:
     """`count` hosts on a bridge of their own, named after a random tag so that
     runs side by side never share a name or a subnet."""
 
-    def __init__(self, count: int, logs: Path, threads: int = 1) -> None:
+    def __init__(
+        self,
+        count: int,
+        logs: Path,
+        threads: int = 1,
+        scheduler_env: dict[str, str] | None = None,
+        nanny: bool = True,
+    ) -> None:
         self.count = count
         self.threads = threads
+        self.nanny = nanny
+        self.scheduler_env = dict(os.environ, **(scheduler_env or {}))
         self.logs = logs
         self.tag = secrets.token_hex(3)
         # a /24 out of 10.128.0.0/9, by the tag: two runs at once almost never meet
@@ -68,6 +77,13 @@ class Hosts:
     def hostname(self, i: int) -> str:
         return f"host{i}-{self.tag}"
 
+    def index_of(self, worker_address: str) -> int:
+        """The host a worker's address belongs to."""
+        for i in self.workers:
+            if f"//{self.host_address(i)}:" in worker_address:
+                return i
+        raise KeyError(worker_address)
+
     @property
     def scheduler_address(self) -> str:
         return f"tcp://{self.address}:{self.port}"
@@ -81,6 +97,13 @@ class Hosts:
             self.add_host(i)
         self.port = _free_port(self.address)
         self.logs.mkdir(parents=True, exist_ok=True)
+        self.start_scheduler()
+        for i in range(self.count):
+            self.start_worker(i)
+        return self
+
+    def start_scheduler(self) -> None:
+        """The scheduler, on the bridge's address (again on the same port after a kill)."""
         self.scheduler = subprocess.Popen(
             [
                 sys.executable,
@@ -93,13 +116,11 @@ class Hosts:
                 "--dashboard-address",
                 f"{self.address}:0",
             ],
+            env=self.scheduler_env,
             stdout=subprocess.DEVNULL,
-            stderr=open(self.logs / "scheduler.log", "wb"),
+            stderr=open(self.logs / "scheduler.log", "ab"),
             start_new_session=True,
         )
-        for i in range(self.count):
-            self.start_worker(i)
-        return self
 
     def add_host(self, i: int) -> None:
         """Host i's namespace, its end of a veth pair and its address."""
@@ -115,11 +136,12 @@ class Hosts:
         _ip("-n", ns, "link", "set", "lo", "up")
 
     def start_worker(self, i: int) -> None:
-        """One Dask worker on host i: its own hostname and /dev/shm, its address."""
+        """One Dask worker on host i: its own hostname and /dev/shm, its address
+        (again after it ended: as a cluster's manager starts a worker that stopped)."""
         worker = (
             f"exec {sys.executable} -m distributed.cli.dask_worker {self.scheduler_address} "
             f"--host {self.host_address(i)} --nthreads {self.threads} --nworkers 1 "
-            f"--name host{i} --no-dashboard --death-timeout 60"
+            f"--name host{i} --no-dashboard --death-timeout 60{'' if self.nanny else ' --no-nanny'}"
         )
         script = f"mount -t tmpfs tmpfs /dev/shm && hostname {self.hostname(i)} && {worker}"
         # The tests' helpers (this module) importable there, as in the test process.
@@ -166,12 +188,19 @@ class Hosts:
         if i in self.made:
             self.made.remove(i)
 
-    def close(self) -> None:
-        for i in list(self.workers):
-            self.kill_worker(i)
+    def cut(self, i: int, up: bool = False) -> None:
+        """Host i cut off the network (its link down), or back on it (up=True)."""
+        _ip("link", "set", f"bst{self.tag}v{i}", "up" if up else "down")
+
+    def kill_scheduler(self) -> None:
         if self.scheduler is not None:
             _kill_group(self.scheduler, signal.SIGKILL)
             self.scheduler = None
+
+    def close(self) -> None:
+        for i in list(self.workers):
+            self.kill_worker(i)
+        self.kill_scheduler()
         for i in list(self.made):
             self.remove_host(i)
         _ip("link", "del", self.bridge, check=False)

@@ -10,27 +10,13 @@ import subprocess
 import pytest
 from conftest import FIXTURE_M40
 from distributed import get_task_stream
-from hosts_support import Hosts, available, leave_mark, whoami
+from hosts_support import leave_mark, whoami
 
 from bestemshe_dist.game.dag import make_plan
 from bestemshe_dist.game.variant import Variant
 from bestemshe_dist.run import driver as run_driver
 from bestemshe_dist.run.driver import solve
 from bestemshe_dist.run.tasks import Job
-
-
-@pytest.fixture
-def make_hosts(request, tmp_path):
-    """make_hosts(n): n hosts, removed however the test ends."""
-
-    def make(count):
-        # never skipped: CI runs as root with ip and unshare (scripts/test.sh installs them)
-        assert available() is None, f"separate hosts cannot be made here: {available()}"
-        made = Hosts(count, tmp_path / f"host-logs-{count}")
-        request.addfinalizer(made.close)
-        return made.open()
-
-    return make
 
 
 def leftovers(tag):

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import BestemsheError, UsageError, first_line
 from .args import (
     Subcommands,
     at_least_one,
@@ -258,6 +258,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 progress=progress,
                 stop_after_rounds=args.stop_after_rounds,
             )
+        except OSError as exc:  # Dask's comm errors are OSErrors
+            if client.status == "running":
+                raise
+            raise BestemsheError(
+                f"the solve lost its Dask scheduler ({first_line(exc)}); every finished round is "
+                f"checkpointed in {redact(args.out)}: start a scheduler and workers, then run the "
+                "same command again to resume."
+            ) from None
         finally:
             view.close()
     rate = summary.positions / summary.seconds if summary.seconds else 0.0

@@ -51,6 +51,7 @@ from ..naming import (
     pair_prefix,
     parse_part,
     publish_part_key,
+    round_key,
     round_marker,
     run_key,
     series_file,
@@ -67,6 +68,7 @@ from .tasks import (
     check_layer_task,
     count_round_task,
     drop_from_caches,
+    empty_round_array,
     end_of_run,
     flush_round_task,
     host_memory_bytes,
@@ -77,6 +79,7 @@ from .tasks import (
     publish_layer_task,
     publish_part_task,
     round_chunk_task,
+    running_keys,
     small_round_task,
     solve_pair_task,
     warm_up,
@@ -84,6 +87,9 @@ from .tasks import (
 
 # How often the driver looks whether a flush's host still has workers while it waits.
 HOST_POLL_SECONDS = 5.0
+# How long a frontier round that failed waits for the tasks of its try still running
+# (cancelled, they run on until they return) before it runs again.
+FENCE_SECONDS = 600.0
 # A frontier round whose sources (the last round's decisions) are at most this many,
 # and at most a 64th of a chunk (smaller than any chunk task), runs as one task:
 # pair 8-12's rounds of 100,000-500,000 sources take 0.1-0.3 s of work in one
@@ -595,7 +601,7 @@ class Driver:
                 self.chunk_size,
                 previous,
                 threads[host],
-                key=self.task_key(chunk_key(pair.key, round_, 0)),
+                key=self.task_key(chunk_key(pair.key, round_, 0, attempt=attempt)),
                 workers=[host],
                 allow_other_workers=False,
                 **self.placement(pair, kind),
@@ -672,19 +678,47 @@ class Driver:
         decisions; again if a host lost them on the way. Returns (results, parts,
         the flush's seconds, the hosts that wrote parts)."""
         for attempt in range(1, 4):
-            results = self._round_tasks(pair, dep_shas, series, round_, FRONTIER, chunks, previous, weights)
+            results = self._round_tasks(
+                pair, dep_shas, series, round_, FRONTIER, chunks, previous, weights, attempt
+            )
             start = time.perf_counter()
             try:
-                parts, wrote = self._flush(pair, dep_shas, series, round_, results, target)
+                parts, wrote = self._flush(pair, dep_shas, series, round_, results, target, attempt)
                 return results, parts, time.perf_counter() - start, wrote
             except _RedoRound as why:
                 if self.stop.is_set():  # cancelled by the stop itself: nothing to run again
                     raise _Stopped() from None
                 self.log(f"{pair.key} round {round_}: {why}; running it again (attempt {attempt + 1})")
+                self._fence(pair, round_)
         raise BestemsheError(
             f"{pair.key} round {round_} lost its workers three times; "
             "check the cluster and run the solve again to resume."
         )
+
+    def _fence(self, pair: PairPlan, round_: int) -> None:
+        """Before a frontier round runs again: no task of its failed try may still be
+        running anywhere (a flush running on would take the new try's decisions out
+        of its ranges, a chunk task would add the old try's), and the hosts' round
+        arrays start empty. A host cut off keeps its round array: it never flushes
+        for this round again (its flush tasks went with it)."""
+        prefixes = (f"{round_key(pair.key, round_)}/", f"{round_key(pair.key, round_)}.try")
+        deadline = time.monotonic() + FENCE_SECONDS
+        while True:
+            running = self.client.run(running_keys, on_error="return")
+            if not any(
+                key.startswith(prefixes)
+                for keys in running.values()
+                if isinstance(keys, list)
+                for key in keys
+            ):
+                break
+            if time.monotonic() > deadline:
+                raise BestemsheError(
+                    f"{pair.key} round {round_}: tasks of a failed try still run after "
+                    f"{FENCE_SECONDS:.0f} s; check the cluster and run the solve again to resume."
+                )
+            time.sleep(0.05)
+        self.client.run(empty_round_array, self.job.space, pair, on_error="return")
 
     def _round_tasks(
         self,
@@ -696,8 +730,9 @@ class Driver:
         chunks: list[Chunk],
         previous: list[str],
         weights: dict[str, int] | None = None,
+        attempt: int = 1,
     ) -> list[dict[str, Any]]:
-        """Run one round's chunk tasks; returns their results."""
+        """Run one round's chunk tasks (try `attempt` of them); returns their results."""
         client = self.client
         sources: dict[tuple[tuple[int, ...], int], list[str]] = {}  # (layer, chunk) -> its parts
         tasks: list[ChunkTask] = [(layer, c, lo, hi, None) for layer, c, lo, hi in chunks]
@@ -717,7 +752,11 @@ class Driver:
         def key(layer: tuple[int, int], c: int, piece: tuple[int, int, int] | None) -> str:
             return self.task_key(
                 chunk_key(
-                    pair.key, round_, self._chunk_index(pair, layer, c), None if piece is None else piece[0]
+                    pair.key,
+                    round_,
+                    self._chunk_index(pair, layer, c),
+                    None if piece is None else piece[0],
+                    attempt,
                 )
             )
 
@@ -776,6 +815,7 @@ class Driver:
         round_: int,
         results: list[dict[str, Any]],
         target: tuple[int, int],
+        attempt: int = 1,
     ) -> tuple[dict[str, int], set[str]]:
         """A frontier round's decisions gather in each host's round arrays: tasks on
         each host, one per thread, write them as checkpoint parts. Returns ({part:
@@ -809,22 +849,26 @@ class Driver:
                     pure=False,
                     retries=2,
                     **self.placement(pair, BARRIER),
-                    key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g)),
+                    key=self.task_key(flush_key(pair.key, round_, target, host_tag(host), g, attempt)),
                 )
         with self.round_lock:
             self.round_futures.update(futures.values())
         parts: dict[str, int] = {}
         flushed: set[str] = set()
+        failed: str | None = None
         try:
+            # Every flush is waited for, even after one failed: a flush still running
+            # when the round runs again would empty its ranges of the new try's
+            # decisions after taking the old ones (a lost decision is a wrong draw).
             for (host, _), future in futures.items():
                 try:
                     result = self._wait_on_host(future, host)
                 except Exception as exc:
                     if self.stop.is_set():  # the stop cancelled it: not a lost host
                         raise _Stopped() from None
-                    if host in ran:
+                    if host in ran and failed is None:
                         why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
-                        raise _RedoRound(f"the flush on host {host} failed ({why})") from None
+                        failed = f"the flush on host {host} failed ({why})"
                     continue  # a host that ran nothing of the round had nothing to write
                 parts.update(result["parts"])
                 if result["parts"]:
@@ -832,21 +876,24 @@ class Driver:
         finally:
             with self.round_lock:
                 self.round_futures.difference_update(futures.values())
+        if failed is not None:
+            raise _RedoRound(failed)
         return parts, flushed
 
     def _wait_on_host(self, future: Future[dict[str, Any]], host: str) -> dict[str, Any]:
         """A flush task runs only on its host; if the host loses every worker meanwhile
         the task would wait for ever, so it is given up on then."""
         from distributed import TimeoutError as DaskTimeout
-        from distributed import wait
 
         while True:
+            # Waiting on the result itself, not on the task's end: a result held by a
+            # worker that dies before it is fetched is lost, and the task, pinned to
+            # its host, would wait for ever to be run again there.
             try:
-                wait([future], timeout=HOST_POLL_SECONDS)
-            except DaskTimeout:  # still running: look at its host, then wait again
-                pass
-            if future.done():
-                return future.result()
+                return future.result(timeout=HOST_POLL_SECONDS)
+            except DaskTimeout:  # still running (or run again): look at its host
+                if future.status in ("error", "cancelled"):
+                    raise
             if self.stop.is_set():
                 raise _Stopped()
             if host not in self.memory_domains():

@@ -671,6 +671,21 @@ def drop_from_caches(
     return space.bytes_held()
 
 
+def running_keys(dask_worker: Any) -> list[str]:
+    """Keys of the tasks this worker runs now: a cancelled task is among them until
+    it returns (Dask cannot stop a running thread)."""
+    return [str(ts.key) for ts in dask_worker.state.all_running_tasks]
+
+
+def empty_round_array(space_name: str, pair: PairPlan) -> None:
+    """Empty this host's round array of a large pair: a frontier round run again
+    starts from nothing of the try that failed, whose decisions a crash may have
+    left there half flushed."""
+    space = hostmem.space(space_name)
+    if space.has(round_array(pair.key)):
+        space.array(round_array(pair.key), code_arrays.code_words(pair.layer_size)).fill(0)
+
+
 def host_memory_bytes(space_name: str) -> int:
     """RAM this host's arrays of a solve run hold now."""
     return hostmem.space(space_name).bytes_held()

@@ -1,0 +1,200 @@
+"""Faults in the middle of a solve, each survived with nothing lost: the files end
+identical to a clean solve (the published ones, for the 50-stone layers with
+k1 + k2 >= 40), and no object is ever half-written under its final name.
+Hosts are Linux namespaces (hosts_support.py); the store, a folder or SeaweedFS."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import FIXTURE_M40, ROOT
+from distributed import get_task_stream
+
+from bestemshe_dist.game.dag import make_plan
+from bestemshe_dist.game.variant import Variant
+from bestemshe_dist.run.driver import solve
+from bestemshe_dist.run.tasks import Job
+
+VARIANT = Variant(50, 5)
+CHUNK = 20_000  # every pair of k1 + k2 >= 40 larger than a chunk: rounds of tasks
+
+
+class Solving(threading.Thread):
+    """driver.solve of the layers k1 + k2 >= 40 into `out`, in a thread, its lines kept."""
+
+    def __init__(self, client, out, **job):
+        super().__init__(daemon=True)
+        self.client, self.out, self.job = client, out, job
+        self.lines: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            solve(
+                self.client,
+                Job(str(self.out), VARIANT, **self.job),
+                make_plan(VARIANT, 40),
+                self.lines.append,
+                chunk_size=CHUNK,
+            )
+        except BaseException as exc:  # the test asserts on it
+            self.error = exc
+
+    def finish(self, timeout=180):
+        self.join(timeout)
+        assert not self.is_alive(), "the solve did not end"
+        assert self.error is None, f"{self.error!r}\n" + "\n".join(self.lines[-20:])
+
+
+def running(client, solving, match, timeout=120):
+    """(worker address, key) of the first task seen running whose key `match`es."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for worker, keys in client.processing().items():
+            for key in keys:
+                if match(str(key)):
+                    return worker, str(key)
+        assert solving.is_alive(), "the solve ended before the fault could be made"
+        time.sleep(0.005)
+    raise AssertionError("no such task ran")
+
+
+def a_later_round(key):
+    """A round task after the first: the pair has checkpoints, and state on its host."""
+    parts = key.split("/round-")
+    return len(parts) == 2 and int(parts[1].split("/")[0]) >= 2
+
+
+def same_as_published(out):
+    published = sorted(p.name for p in FIXTURE_M40.glob("*.bin"))
+    assert sorted(p.name for p in out.glob("*.bin")) == published
+    for name in published:
+        assert (out / name).read_bytes() == (FIXTURE_M40 / name).read_bytes(), name
+
+
+def test_a_host_lost_mid_round_and_one_added(make_hosts, tmp_path):
+    """The host running a round is killed and its namespace removed: the round runs
+    again on another host (which rebuilds the pair from the checkpoints); a host
+    added then takes work; the files are the published ones."""
+    hosts = make_hosts(3)
+    out = tmp_path / "out"
+    with hosts.client() as client, get_task_stream(client) as stream:
+        solving = Solving(client, out)
+        solving.start()
+        worker, _ = running(client, solving, a_later_round)
+        lost = hosts.index_of(worker)
+        hosts.remove_host(lost)
+        hosts.add_host(3)
+        hosts.start_worker(3)
+        solving.finish()
+    same_as_published(out)
+    text = "\n".join(solving.lines)
+    assert "again" in text, text  # the round in flight ran again elsewhere
+    late = {t["worker"] for t in stream.data if f"//{hosts.host_address(3)}:" in t["worker"]}
+    assert late, "the host added mid-solve took no work"
+
+
+def test_a_host_cut_off_the_network_then_back(make_hosts, tmp_path):
+    """The host running a round loses its network for longer than the scheduler
+    waits for a worker's heartbeat (5 s here), then gets it back. Its round runs
+    again elsewhere; the task it went on running writes the same checkpoint parts
+    and is never counted (a round applied twice would decrement counts twice and
+    change the files); a worker on the host joins again."""
+    # The scheduler removes a worker silent for 5 s (Dask's default: 5 minutes; a
+    # worker with a nanny gets 30 s more, for the nanny to restart it).
+    hosts = make_hosts(3, scheduler_env={"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "5s"}, nanny=False)
+    out = tmp_path / "out"
+    with hosts.client() as client:
+        solving = Solving(client, out)
+        solving.start()
+        worker, _ = running(client, solving, a_later_round)
+        cut = hosts.index_of(worker)
+        hosts.cut(cut)
+        time.sleep(12)
+        hosts.cut(cut, up=True)
+        # Back, the worker hears the scheduler forgot it and stops; the host's
+        # manager (SLURM, Kubernetes) starts another, which joins.
+        hosts.workers.pop(cut).wait(timeout=60)
+        hosts.start_worker(cut)
+        solving.finish()
+        client.wait_for_workers(3, timeout=60)
+        assert any(f"//{hosts.host_address(cut)}:" in w for w in client.scheduler_info()["workers"])
+    same_as_published(out)
+    assert "running it again elsewhere" in "\n".join(solving.lines)
+
+
+@pytest.mark.parametrize(
+    "method, phase",
+    [("frontier", "/flush-"), ("counting", "/publish-")],
+    ids=["during a flush", "during publication"],
+)
+def test_a_worker_killed_at_its_peak(make_hosts, tmp_path, method, phase):
+    """SIGKILL, as the kernel's OOM killer sends it, to the worker process running a
+    flush (a host's round array written out as checkpoint parts) or a part of a
+    layer's publication, when it holds the most. Its nanny starts another on the
+    same host, the work runs again, and the files are the published ones."""
+    hosts = make_hosts(3)
+    out = tmp_path / "out"
+    with hosts.client() as client:
+        pids = client.run(os.getpid)
+        solving = Solving(client, out, method=method)
+        solving.start()
+        worker, _ = running(client, solving, lambda key: phase in key)
+        os.kill(pids[worker], signal.SIGKILL)
+        solving.finish()
+        assert worker not in client.scheduler_info()["workers"]  # it did die
+    same_as_published(out)
+
+
+def cli(*args, **popen):
+    """`bestemshe-dist ARGS` as a user runs it, its own process group."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bestemshe_dist", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **popen,
+    )
+
+
+def solve_args(out, *more):
+    return ["solve", "--min-captured", 40, "--chunk-size", CHUNK, "--out", out, *more]
+
+
+def test_the_scheduler_killed_mid_round(make_hosts, tmp_path):
+    """The scheduler dies in the middle of a round: the solve stops with one sentence
+    (exit 1); a new scheduler at the same address, the workers back, and the same
+    command resumes to the published files."""
+    hosts = make_hosts(3)
+    out = tmp_path / "out"
+    args = solve_args(out, "--scheduler", hosts.scheduler_address)
+    hosts.client().close()  # every worker has joined
+    first = cli(*args)
+    deadline = time.time() + 120
+    while not list(out.glob(".bestemshe/pairs/*/round-00002/complete.json")):
+        assert first.poll() is None and time.time() < deadline, first.stderr.read()
+        time.sleep(0.01)
+    hosts.kill_scheduler()
+    _, err = first.communicate(timeout=180)
+    assert first.returncode == 1, err
+    last = err.strip().splitlines()[-1]
+    assert "lost its Dask scheduler" in last and "run the same command again" in last, err
+    assert "Traceback" not in err, err
+    # Workers stop without their scheduler; the cluster's manager starts them again.
+    for i in list(hosts.workers):
+        hosts.workers.pop(i).wait(timeout=120)
+    hosts.start_scheduler()
+    for i in range(3):
+        hosts.start_worker(i)
+    hosts.client().close()
+    again = cli(*args)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert "resuming after round" in err, err
+    same_as_published(out)
