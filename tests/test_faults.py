@@ -3,7 +3,9 @@ identical to a clean solve (the published ones, for the 50-stone layers with
 k1 + k2 >= 40), and no object is ever half-written under its final name.
 Hosts are Linux namespaces (hosts_support.py); the store, a folder or SeaweedFS."""
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import FIXTURE_M40, ROOT
+from conftest import FIXTURE_M40, ROOT, S3_BUCKET, S3_KEY, S3_SECRET, SeaweedServer
 from distributed import get_task_stream
 
 from bestemshe_dist.game.dag import make_plan
@@ -198,3 +200,111 @@ def test_the_scheduler_killed_mid_round(make_hosts, tmp_path):
     assert again.returncode == 0, err
     assert "resuming after round" in err, err
     same_as_published(out)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on a tmpfs of its own, 16 MiB, unmounted however the test ends."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_the_output_store_full(small_disk):
+    """The output folder fills up mid-solve: one sentence naming the file and the
+    bytes it needed (exit 1), no layer published in part; space freed, the same
+    command resumes to the published files."""
+    ballast = small_disk / "ballast"
+    free = shutil.disk_usage(small_disk).free
+    ballast.write_bytes(b"\0" * (free - 96 * 1024))  # room for a few layers and rounds
+    out = small_disk / "out"
+    args = solve_args(out, "--workers", 2, "--quiet")
+    first = cli(*args)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 1, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "the store is full (" in err and "bytes to write" in err and "run the same command again" in err, (
+        err
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert 0 < len(manifest["layers"]) < 15  # some layers were published, not all
+    for layer in manifest["layers"]:  # each published layer whole
+        for kind in ("win", "draw"):
+            name = f"layer_{layer}_{kind}.bin"
+            assert (out / name).read_bytes() == (FIXTURE_M40 / name).read_bytes(), name
+    ballast.unlink()
+    again = cli(*args)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    same_as_published(out)
+
+
+def s3_files(prefix):
+    """{name: bytes} of the layer files under s3://tablebase/<prefix>."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key=S3_KEY,
+        secret=S3_SECRET,
+        skip_instance_cache=True,
+        client_kwargs={"endpoint_url": SeaweedServer.endpoint},
+    )
+    return {p.rsplit("/", 1)[-1]: fs.cat_file(p) for p in fs.glob(f"{S3_BUCKET}/{prefix}/layer_*.bin")}
+
+
+def until_round(proc, round_=2):
+    """Read the solve's lines until some pair has finished round `round_`."""
+    for line in proc.stderr:
+        if f" round {round_} (" in line:
+            return
+    raise AssertionError("the solve ended before the fault could be made")
+
+
+def same_as_published_on_s3(prefix):
+    found = s3_files(prefix)
+    published = {p.name: p.read_bytes() for p in FIXTURE_M40.glob("*.bin")}
+    assert sorted(found) == sorted(published)
+    for name, data in published.items():
+        assert found[name] == data, name
+
+
+def test_the_s3_store_stopped_mid_round_and_started_again(seaweed_server):
+    """SeaweedFS stops in the middle of a round and starts again 12 s later: the
+    solve's reads and writes are tried again, waiting longer each time, and it
+    ends with the published files."""
+    args = solve_args(f"s3://{S3_BUCKET}/faults-restart", "--workers", 2)
+    proc = cli(*args, env=seaweed_server.client_env)
+    until_round(proc)
+    seaweed_server.stop()
+    time.sleep(12)
+    seaweed_server.start()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    same_as_published_on_s3("faults-restart")
+
+
+def test_the_s3_store_stopped_for_good(seaweed_server):
+    """SeaweedFS stops and stays down: after the tool's patience (5 s here; 120 s
+    by default) the solve stops with one sentence naming the store, exit 1; once the
+    store is back, the same command resumes to the published files."""
+    env = dict(seaweed_server.client_env, BESTEMSHE_STORE_PATIENCE="5")
+    # botocore's own tries (5 by default, about 9 s a call here) off: the tool's patience decides
+    quick = json.dumps({"config_kwargs": {"retries": {"max_attempts": 1}}})
+    args = solve_args(f"s3://{S3_BUCKET}/faults-gone", "--workers", 2, "--storage-options", quick)
+    proc = cli(*args, env=env)
+    until_round(proc)
+    seaweed_server.stop()
+    try:
+        _, err = proc.communicate(timeout=300)
+    finally:
+        seaweed_server.start()
+    assert proc.returncode == 1, err
+    last = err.strip().splitlines()[-1]
+    assert f"s3://{S3_BUCKET}/faults-gone" in last and "did not answer" in last, err
+    assert "run the same command again" in last and "Traceback" not in err, err
+    again = cli(*args, env=seaweed_server.client_env)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    same_as_published_on_s3("faults-gone")

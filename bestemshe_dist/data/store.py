@@ -8,12 +8,16 @@ Private work files live under `.bestemshe/` beside the layers.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import re
+import shutil
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 
@@ -22,6 +26,7 @@ from ..game.variant import Variant
 from ..naming import MANIFEST, TMP, WIN_FILE_GLOB, round_marker, tmp_file
 
 MANIFEST_FORMAT = "bestemshe-tablebase"
+T = TypeVar("T")
 
 
 def redact(url: str) -> str:
@@ -32,6 +37,45 @@ def redact(url: str) -> str:
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text.rstrip(".")
+
+
+# Seconds a store that stops answering is tried again before a command gives up
+# (BESTEMSHE_STORE_PATIENCE overrides): long enough for an object store to restart.
+STORE_PATIENCE = 120.0
+PATIENCE_ENV = "BESTEMSHE_STORE_PATIENCE"
+_REACHED: set[str] = set()  # the stores this process has had an answer from
+_GONE: set[str] = set()  # those it waited for in vain since
+
+# What a store that does not answer raises, by class name (botocore, aiohttp and
+# others have their own classes): tried again, where other faults are final.
+_UNREACHABLE = {
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ConnectionClosedError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+    "ClientOSError",
+}
+
+
+def store_patience() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PATIENCE_ENV, STORE_PATIENCE)))
+    except ValueError:
+        return STORE_PATIENCE
+
+
+def _unreachable(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    return any(cls.__name__ in _UNREACHABLE for cls in type(exc).__mro__)
+
+
+class _Unreachable(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 _READ = [0]  # bytes this process read from any store (what a round costs in I/O)
@@ -52,8 +96,12 @@ class Store:
     fs: Any  # an fsspec filesystem (fsspec is untyped)
     root: str
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, url: str, storage_options: dict[str, Any] | None = None, patient: bool = False
+    ) -> None:
         self.url = str(url).rstrip("/") or str(url)
+        self.patient = patient
+        self.patience = store_patience()
         self.storage_options = dict(storage_options or {})
         self.shown = redact(self.url)
         try:
@@ -69,8 +117,35 @@ class Store:
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if self.root else name
 
+    def _call(self, what: str, name: str, work: Callable[[], T], size: int | None = None) -> T:
+        """work(), its faults as one sentence each. A store this process has reached
+        (or a task's: the driver reached it first) that stops answering is tried
+        again, waiting longer each time, for up to `patience` seconds: an object
+        store restarting must not fail a solve of hours. One never reached fails
+        at once: a wrong address is not worth waiting for."""
+        start, pause = time.monotonic(), 0.5
+        while True:
+            try:
+                with self._io(what, name, size):
+                    result = work()
+                _REACHED.add(self.url)
+                _GONE.discard(self.url)
+                return result
+            except _Unreachable as exc:
+                spent = time.monotonic() - start
+                if not (self.patient or self.url in _REACHED):
+                    raise StoreError(f"cannot {what} {self.shown}/{name}: {exc.reason}.") from None
+                if spent >= self.patience or self.url in _GONE:
+                    _GONE.add(self.url)  # what follows (the run log, the lease) is not waited for again
+                    raise StoreError(
+                        f"cannot {what} {self.shown}/{name}: {exc.reason}; the store did not answer for "
+                        f"{spent:.0f} s: run the same command again once it is back (a solve resumes)."
+                    ) from None
+                time.sleep(min(pause, self.patience - spent))
+                pause = min(2 * pause, 8.0)
+
     @contextlib.contextmanager
-    def _io(self, what: str, name: str) -> Iterator[None]:
+    def _io(self, what: str, name: str, size: int | None = None) -> Iterator[None]:
         try:
             yield
         except StoreError:
@@ -82,67 +157,92 @@ class Store:
             raise StoreError(
                 f"cannot {what} {self.shown}/{name}: access denied ({_reason(exc)}); check the credentials."
             ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                free = ""
+                if self.local:
+                    with contextlib.suppress(OSError):
+                        free = f", {shutil.disk_usage(self.root or '.').free:,} free there"
+                raise StoreError(
+                    f"cannot {what} {self.shown}/{name}: the store is full "
+                    f"({size or 0:,} bytes to write{free}); free space and run the same command again to resume."
+                ) from None
+            if _unreachable(exc):
+                raise _Unreachable(_reason(exc)) from None
+            raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
         except Exception as exc:  # fsspec backends raise many kinds; one sentence each
+            if _unreachable(exc):
+                raise _Unreachable(_reason(exc)) from None
             raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
 
     def exists(self, name: str) -> bool:
-        with self._io("check", name):
-            return bool(self.fs.exists(self.path(name)))
+        return self._call("check", name, lambda: bool(self.fs.exists(self.path(name))))
 
     def size(self, name: str) -> int:
-        with self._io("stat", name):
-            return int(self.fs.size(self.path(name)))
+        return self._call("stat", name, lambda: int(self.fs.size(self.path(name))))
 
     def read_bytes(self, name: str) -> bytes:
-        with self._io("read", name):
-            return _counted(self.fs.cat_file(self.path(name)))
+        return self._call("read", name, lambda: _counted(self.fs.cat_file(self.path(name))))
 
     def read_optional(self, name: str) -> bytes | None:
         """The whole file, or None when there is no such file (any other fault is one)."""
-        with self._io("read", name):
+
+        def read() -> bytes | None:
             try:
                 return _counted(self.fs.cat_file(self.path(name)))
             except FileNotFoundError:
                 return None
 
+        return self._call("read", name, read)
+
     def read_range(self, name: str, start: int, end: int) -> bytes:
         """Bytes start..end of a file (one ranged read: a block, a header)."""
-        with self._io("read", name):
-            return _counted(self.fs.cat_file(self.path(name), start=start, end=end))
+        return self._call(
+            "read", name, lambda: _counted(self.fs.cat_file(self.path(name), start=start, end=end))
+        )
 
     def list_names(self, pattern: str) -> list[str]:
         """Names of the files beside the layers that match a glob pattern."""
-        with self._io("list", ""):
-            return [p.rsplit("/", 1)[-1] for p in self.fs.glob(self.path(pattern))]
+        return self._call(
+            "list", "", lambda: [p.rsplit("/", 1)[-1] for p in self.fs.glob(self.path(pattern))]
+        )
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write `name` so that readers see the old object or the whole new one."""
-        with self._io("write", name):
+
+        def write() -> None:
             if self.local:
                 # A local file is visible while it is written: write aside, then rename.
                 tmp = tmp_file(uuid.uuid4().hex)
                 self.fs.makedirs(self.path(TMP), exist_ok=True)
                 parent = name.rsplit("/", 1)[0] if "/" in name else ""
                 self.fs.makedirs(self.path(parent) if parent else self.root or ".", exist_ok=True)
-                self.fs.pipe_file(self.path(tmp), data)
+                try:
+                    self.fs.pipe_file(self.path(tmp), data)
+                except BaseException:
+                    with contextlib.suppress(OSError):  # a half-written copy holds space for nothing
+                        self.fs.rm(self.path(tmp))
+                    raise
                 self.fs.mv(self.path(tmp), self.path(name))
             else:
                 # An object store's PUT is atomic by itself.
                 self.fs.pipe_file(self.path(name), data)
 
+        self._call("write", name, write, len(data))
+
     def move(self, src: str, dst: str) -> None:
-        with self._io("publish", dst):
-            self.fs.mv(self.path(src), self.path(dst))
+        self._call("publish", dst, lambda: self.fs.mv(self.path(src), self.path(dst)))
 
     def remove(self, name: str) -> None:
-        with self._io("remove", name):
+        def remove() -> None:
             if self.fs.exists(self.path(name)):
                 self.fs.rm(self.path(name), recursive=True)
 
+        self._call("remove", name, remove)
+
     def ensure_root(self) -> None:
-        with self._io("create", ""):
-            if self.local:
-                self.fs.makedirs(self.root or ".", exist_ok=True)
+        if self.local:
+            self._call("create", "", lambda: self.fs.makedirs(self.root or ".", exist_ok=True))
 
     # -- manifest -----------------------------------------------------------------
     def read_manifest(self) -> dict[str, Any] | None:
@@ -206,7 +306,8 @@ class StoreJob:
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def store(self) -> Store:
-        return Store(self.url, self.storage_options)
+        # patient: a task runs only after its driver reached the store
+        return Store(self.url, self.storage_options, patient=True)
 
 
 def no_tablebase(store: Store) -> StoreError:

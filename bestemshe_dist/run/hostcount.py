@@ -96,11 +96,18 @@ class HostCounting:
         the module's text). Returns the seconds it took."""
         start = time.perf_counter()
         self.reset()
-        self.mark_rounds(range(upto))
         ranges = chunk_ranges(self.pair.layer_size, chunk_size)
         work = [(layer, lo, hi) for layer in self.pair.layers for lo, hi in ranges]
-        in_threads(threads, work, lambda w: self.state.recount(*w))
-        self.mark_rounds([upto])
+        if upto == 0:
+            # Round 0's states again. A recount would not do: nothing marked yet, a
+            # layer's recount sets the WINs round 0 decides at once, and the other
+            # layer's recount, after it, would leave them out of its counts, which
+            # the next round's walk of round 0's WINs takes down again.
+            in_threads(threads, work, lambda w: self.state.first_round(*w))
+        else:
+            self.mark_rounds(range(upto))
+            in_threads(threads, work, lambda w: self.state.recount(*w))
+            self.mark_rounds([upto])
         self.note(upto, True)
         return time.perf_counter() - start
 
