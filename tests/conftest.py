@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The published tablebase's 30 files with k1 + k2 >= 40 (see its README): the
 # tests' own copy, so that a clone needs nothing outside the repository.
 FIXTURE_M40 = ROOT / "tests" / "fixtures" / "published-m40"
+SLURM_SCRIPT = ROOT / "scripts" / "slurm-single-node.sh"
 assert len(list(FIXTURE_M40.glob("layer_*.bin"))) == 30, f"{FIXTURE_M40} must hold the 30 fixture files"
 
 
@@ -176,6 +177,24 @@ def seaweed(seaweed_server):
     if seaweed_server.proc is None:  # a fault test that stopped it for good
         seaweed_server.start()
     return seaweed_server.endpoint, seaweed_server.client_env
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A real single-node SLURM (scripts/slurm-single-node.sh): (env with
+    SLURM_CONF, state dir). Needs root; the script installs the Debian packages
+    when they are missing. The daemons stop and every job is cancelled at the end."""
+    assert os.geteuid() == 0, "the SLURM test starts slurmctld/slurmd/munged: run it as root"
+    state = tmp_path_factory.mktemp("slurm")
+    env = dict(os.environ, SLURM_CONF=str(state / "slurm.conf"))
+    try:
+        up = subprocess.run(
+            ["bash", str(SLURM_SCRIPT), "up", str(state)], capture_output=True, text=True, timeout=300
+        )
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield env, state
+    finally:
+        subprocess.run(["bash", str(SLURM_SCRIPT), "down", str(state)], capture_output=True, timeout=120)
 
 
 @pytest.fixture

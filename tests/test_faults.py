@@ -308,3 +308,38 @@ def test_the_s3_store_stopped_for_good(seaweed_server):
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     same_as_published_on_s3("faults-gone")
+
+
+def test_a_slurm_worker_job_cancelled_mid_round(slurm, tmp_path):
+    """On the single-node SLURM, one of the solve's two worker jobs is cancelled
+    (`scancel`) in the middle of a round: the solve submits it again and ends with
+    the published files."""
+    env, _ = slurm
+    env = dict(env, DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT="2s")  # Dask's default: 15 s
+    out = tmp_path / "out"
+    config = tmp_path / "slurm.yaml"
+    config.write_text(f"""
+cluster: slurm
+slurm:
+  queue: debug
+  cores: 1
+  processes: 1
+  memory: 1GiB
+  walltime: "00:15:00"
+  interface: lo
+  log-directory: {tmp_path / "job-logs"}
+  scale:
+    jobs: 2
+  wait-timeout: 120
+""")
+    proc = cli(*solve_args(out, "--config", config), env=env)
+    until_round(proc)
+    jobs = subprocess.run(
+        ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True
+    ).stdout.split()
+    assert len(jobs) == 2, jobs
+    subprocess.run(["scancel", jobs[0]], env=env, check=True)
+    _, err = proc.communicate(timeout=400)
+    assert proc.returncode == 0, err
+    assert "ended; submitting it again" in err, err
+    same_as_published(out)

@@ -4,7 +4,6 @@ equal a local solve. The fixture stops the daemons and cancels every job even
 when a test fails."""
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-SCRIPT = ROOT / "scripts" / "slurm-single-node.sh"
 ARGS = ["--stones", 10, "--pits", 3, "--chunk-size", 500]
 
 
@@ -21,23 +19,6 @@ def _squeue(env):
         ["squeue", "-h", "-o", "%i %j %T"], env=env, capture_output=True, text=True, timeout=30
     )
     return [line for line in done.stdout.splitlines() if line.strip()]
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    """(env with SLURM_CONF, state dir). Needs root; the script installs the
-    Debian packages when they are missing."""
-    assert os.geteuid() == 0, "the SLURM test starts slurmctld/slurmd/munged: run it as root"
-    state = tmp_path_factory.mktemp("slurm")
-    env = dict(os.environ, SLURM_CONF=str(state / "slurm.conf"))
-    try:
-        up = subprocess.run(
-            ["bash", str(SCRIPT), "up", str(state)], capture_output=True, text=True, timeout=300
-        )
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield env, state
-    finally:
-        subprocess.run(["bash", str(SCRIPT), "down", str(state)], capture_output=True, timeout=120)
 
 
 def test_solve_on_slurm_with_two_worker_jobs_equals_local(slurm, tmp_path):

@@ -4,6 +4,7 @@ workers, say where the dashboard is."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,6 +40,41 @@ def apply_scaling(cluster: Any, scaling: Scaling, processes: int | None = None) 
         return value
     cluster.scale(value)
     return value
+
+
+# How often a fixed number of batch jobs is looked at for jobs that ended.
+JOB_WATCH_SECONDS = 5.0
+
+
+@contextlib.contextmanager
+def replacing_lost_jobs(cluster: Any, scaling: Scaling, say: Callable[[str], object]) -> Iterator[None]:
+    """Keep a fixed number of batch jobs: dask-jobqueue never submits a job again
+    when one ends (scancel, a node lost, a walltime), so the solve would go on with
+    fewer workers until it ran on none. A job whose worker left the scheduler is
+    dropped from the cluster's jobs after `distributed.deploy.lost-worker-timeout`
+    (15 s); then scaling to the same number submits it again."""
+    if scaling[0] != "jobs":  # adapt has its own policy
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(JOB_WATCH_SECONDS):
+            try:
+                lost = sorted(set(cluster.worker_spec) - set(cluster.workers), key=str)
+                if lost:
+                    say(f"worker job {', '.join(map(str, lost))} ended; submitting it again")
+                    cluster.scale(jobs=scaling[1])
+            except Exception:  # the cluster closing under us: nothing to keep
+                return
+
+    thread = threading.Thread(target=watch, name="bestemshe-jobs", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def wait_for_workers(client: Any, expected: int, seconds: float, where: str, hint: str) -> None:

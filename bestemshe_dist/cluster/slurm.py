@@ -22,7 +22,7 @@ from .config import (
     scaling_of,
     wait_seconds,
 )
-from .edge import apply_scaling, port_taken_is_fine, say_dashboard, wait_for_workers
+from .edge import apply_scaling, port_taken_is_fine, replacing_lost_jobs, say_dashboard, wait_for_workers
 
 
 def slurm_settings(
@@ -128,4 +128,5 @@ def start(
             else f"adaptive {scaling[1]['minimum']}..{scaling[1]['maximum']} worker jobs",
         )
         wait_for_workers(client, expected, wait, "SLURM", "check squeue and the worker job logs")
-        yield client
+        with replacing_lost_jobs(made, scaling, say):
+            yield client
