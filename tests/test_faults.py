@@ -241,16 +241,22 @@ def test_the_output_store_full(small_disk):
     same_as_published(out)
 
 
-def s3_files(prefix):
-    """{name: bytes} of the layer files under s3://tablebase/<prefix>."""
+def s3(**options):
+    """An s3fs client of the tests' SeaweedFS."""
     import s3fs
 
-    fs = s3fs.S3FileSystem(
+    return s3fs.S3FileSystem(
         key=S3_KEY,
         secret=S3_SECRET,
         skip_instance_cache=True,
         client_kwargs={"endpoint_url": SeaweedServer.endpoint},
+        **options,
     )
+
+
+def s3_files(prefix):
+    """{name: bytes} of the layer files under s3://tablebase/<prefix>."""
+    fs = s3()
     return {p.rsplit("/", 1)[-1]: fs.cat_file(p) for p in fs.glob(f"{S3_BUCKET}/{prefix}/layer_*.bin")}
 
 
@@ -308,6 +314,58 @@ def test_the_s3_store_stopped_for_good(seaweed_server):
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     same_as_published_on_s3("faults-gone")
+
+
+def fill(prefix):
+    """Write objects under `prefix` until the server refuses one: its volumes are full."""
+    fs = s3(config_kwargs={"retries": {"max_attempts": 1}})
+    ballast = os.urandom(256 * 1024)
+    for i in range(64):
+        try:
+            fs.pipe(f"{S3_BUCKET}/{prefix}/{i}", ballast)
+        except OSError:
+            return
+    raise AssertionError("SeaweedFS took 16 MiB past its volume limit")
+
+
+def test_a_seaweedfs_volume_at_its_limit(seaweed_server, tmp_path):
+    """SeaweedFS with one volume of 2 MiB fills up mid-solve: the write is tried
+    again for the tool's patience, then one sentence with the object and its bytes
+    (exit 1), every layer in the manifest whole; volumes added (the server started
+    again with room for more), the same command resumes to the published files."""
+    seaweed_server.stop()  # this test's server takes its port
+    small = SeaweedServer(tmp_path / "weed", "-master.volumeSizeLimitMB=2", "-volume.max=1")
+    small.start()
+    try:
+        env = dict(small.client_env, BESTEMSHE_STORE_PATIENCE="5")
+        quick = json.dumps({"config_kwargs": {"retries": {"max_attempts": 1}}})
+        args = solve_args(f"s3://{S3_BUCKET}/faults-full", "--workers", 2, "--storage-options", quick)
+        proc = cli(*args, env=env)
+        until_round(proc)
+        fill("ballast")
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1, err
+        last = err.strip().splitlines()[-1]
+        assert f"cannot write s3://{S3_BUCKET}/faults-full/" in last and "bytes to write" in last, err
+        assert "add volumes" in last and "run the same command again" in last, err
+        assert "Traceback" not in err, err
+        found = s3_files("faults-full")
+        manifest = json.loads(s3().cat_file(f"{S3_BUCKET}/faults-full/manifest.json"))
+        for layer in manifest["layers"]:  # each published layer whole
+            for kind in ("win", "draw"):
+                name = f"layer_{layer}_{kind}.bin"
+                assert found[name] == (FIXTURE_M40 / name).read_bytes(), name
+        assert len(manifest["layers"]) < 15, "the volume filled after the last layer"
+        small.stop()
+        small.options = ["-master.volumeSizeLimitMB=2", "-volume.max=8"]  # volumes added
+        small.start()
+        again = cli(*args, env=small.client_env)
+        _, err = again.communicate(timeout=300)
+        assert again.returncode == 0, err
+        same_as_published_on_s3("faults-full")
+    finally:
+        small.stop()
+        seaweed_server.start()
 
 
 def test_a_slurm_worker_job_cancelled_mid_round(slurm, tmp_path):

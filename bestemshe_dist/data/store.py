@@ -72,10 +72,19 @@ def _unreachable(exc: BaseException) -> bool:
     return any(cls.__name__ in _UNREACHABLE for cls in type(exc).__mro__)
 
 
+# An object store's own server errors (HTTP 500 InternalError, 503 SlowDown or
+# ServiceUnavailable; s3fs gives them these errnos): the store answered but did not
+# do the work. Tried again like a store that does not answer: a server busy, or out
+# of room until someone adds some (SeaweedFS with no writable volume left answers a
+# write with InternalError, not with a "full" of its own).
+_SERVER_ERRNOS = {getattr(errno, "EREMOTEIO", errno.EIO), errno.EBUSY}
+
+
 class _Unreachable(Exception):
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, refused: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.refused = refused  # it answered, with a server error
 
 
 _READ = [0]  # bytes this process read from any store (what a round costs in I/O)
@@ -137,12 +146,27 @@ class Store:
                     raise StoreError(f"cannot {what} {self.shown}/{name}: {exc.reason}.") from None
                 if spent >= self.patience or self.url in _GONE:
                     _GONE.add(self.url)  # what follows (the run log, the lease) is not waited for again
-                    raise StoreError(
-                        f"cannot {what} {self.shown}/{name}: {exc.reason}; the store did not answer for "
-                        f"{spent:.0f} s: run the same command again once it is back (a solve resumes)."
-                    ) from None
+                    raise StoreError(self._gave_up(what, name, exc, spent, size)) from None
                 time.sleep(min(pause, self.patience - spent))
                 pause = min(2 * pause, 8.0)
+
+    def _gave_up(self, what: str, name: str, exc: _Unreachable, spent: float, size: int | None) -> str:
+        where = f"cannot {what} {self.shown}/{name}"
+        if not exc.refused:
+            return (
+                f"{where}: {exc.reason}; the store did not answer for {spent:.0f} s: "
+                "run the same command again once it is back (a solve resumes)."
+            )
+        if what == "write":
+            return (
+                f'{where}: the store answered "{exc.reason}" for {spent:.0f} s, as an object store out of '
+                f"room does ({size or 0:,} bytes to write); free space or add volumes there and run the "
+                "same command again to resume."
+            )
+        return (
+            f'{where}: the store answered "{exc.reason}" for {spent:.0f} s; '
+            "run the same command again once it is back (a solve resumes)."
+        )
 
     @contextlib.contextmanager
     def _io(self, what: str, name: str, size: int | None = None) -> Iterator[None]:
@@ -169,6 +193,8 @@ class Store:
                 ) from None
             if _unreachable(exc):
                 raise _Unreachable(_reason(exc)) from None
+            if exc.errno in _SERVER_ERRNOS and not self.local:
+                raise _Unreachable((exc.strerror or _reason(exc)).rstrip("."), refused=True) from None
             raise StoreError(f"cannot {what} {self.shown}/{name}: {_reason(exc)}.") from None
         except Exception as exc:  # fsspec backends raise many kinds; one sentence each
             if _unreachable(exc):
@@ -305,9 +331,11 @@ class StoreJob:
     variant: Variant
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def store(self) -> Store:
-        # patient: a task runs only after its driver reached the store
-        return Store(self.url, self.storage_options, patient=True)
+    def store(self, patient: bool = True) -> Store:
+        """The store, patient by default: a task runs only after its driver reached
+        it. A driver's first contact is not (patient=False): a wrong address fails
+        at once."""
+        return Store(self.url, self.storage_options, patient=patient)
 
 
 def no_tablebase(store: Store) -> StoreError:

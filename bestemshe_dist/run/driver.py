@@ -1351,7 +1351,7 @@ def solve(
     progress: Progress | None = None,
     stop_after_rounds: int | None = None,
 ) -> SolveSummary:
-    store = job.store()
+    store = job.store(patient=False)  # waits once reached (ensure_root), never before
     store.ensure_root()
     with Lease(store) as lease:
         if restart:

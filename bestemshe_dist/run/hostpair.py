@@ -93,7 +93,7 @@ def fill_synthetic(variant: Variant, seed: int, layer: tuple[int, int], out: NDA
     salt = layer[0] * 1000 + layer[1]
     code_arrays.synthetic_codes(
         out,
-        variant.layer_size(*layer),
+        min(variant.layer_size(*layer), 32 * len(out)),  # a shorter `out`: the layer's first positions
         np.uint64(seed),
         np.uint64(salt),
         np.uint64(int(win * limit)),
