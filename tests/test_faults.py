@@ -390,7 +390,9 @@ slurm:
     jobs: 2
   wait-timeout: 120
 """)
-    proc = cli(*solve_args(out, "--config", config), env=env)
+    # chunks of 4,000: rounds of many tasks, so that the solve outlasts Dask letting
+    # the job go (2 s here) and the solve's look for ended jobs (every 5 s)
+    proc = cli(*solve_args(out, "--config", config, "--chunk-size", 4_000), env=env)
     until_round(proc)
     jobs = subprocess.run(
         ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True

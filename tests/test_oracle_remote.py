@@ -256,3 +256,29 @@ def test_s3_probes_equal_the_solver_tables(client, seaweed):
         f"bestemshe-dist probe: s3://{S3_BUCKET}/oracle/none holds no tablebase: no "
         "manifest.json and no layer_<k1>_<k2>_win.bin files are there.\n"
     )
+
+
+def test_s3_store_gone_is_one_sentence_within_seconds(client, seaweed_server, seaweed):
+    """A reader answers a person or a request: a store that stops answering is
+    waited for a few seconds (ORACLE_PATIENCE), not the solve's 120 s, then one
+    sentence naming the store."""
+    from bestemshe_dist.errors import StoreError
+
+    endpoint, _ = seaweed
+    options = {"key": S3_KEY, "secret": S3_SECRET, "client_kwargs": {"endpoint_url": endpoint}}
+    url = f"s3://{S3_BUCKET}/oracle/gone63"
+    variant = solve_into(client, url, 6, 3, dtz=True, storage_options=options)
+    tb = Tablebase.open(url, options)  # the manifest read: the store has answered
+    position = Position.parse("0 0 " + " ".join(["1"] * 6), variant)
+    seaweed_server.stop()
+    try:
+        start = time.monotonic()
+        with pytest.raises(StoreError) as failed:
+            tb.probe(position)
+        waited = time.monotonic() - start
+    finally:
+        seaweed_server.start()
+    message = str(failed.value)
+    assert message.startswith(f"cannot read s3://{S3_BUCKET}/oracle/gone63/") and "did not answer" in message
+    assert waited < 60, f"waited {waited:.0f} s for a store that is gone"
+    assert tb.probe(position) is not None  # back: the reader goes on

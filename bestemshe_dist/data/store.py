@@ -106,11 +106,15 @@ class Store:
     root: str
 
     def __init__(
-        self, url: str, storage_options: dict[str, Any] | None = None, patient: bool = False
+        self,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        patient: bool = False,
+        patience: float | None = None,
     ) -> None:
         self.url = str(url).rstrip("/") or str(url)
         self.patient = patient
-        self.patience = store_patience()
+        self.patience = store_patience() if patience is None else patience
         self.storage_options = dict(storage_options or {})
         self.shown = redact(self.url)
         try:

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from ..data import format as fmt
 from ..data.blocks import LayerReader, runs
-from ..data.store import Store, find_tablebase
+from ..data.store import Store, find_tablebase, store_patience
 from ..errors import FormatError, StoreError, UsageError
 from ..game import rules
 from ..game.position import Position
@@ -53,6 +53,10 @@ NUMBER_OF = {WIN: 1, DRAW: 0, LOSS: -1}  # and back: larger is better for the si
 
 DEFAULT_CACHE_BYTES = 256 * 2**20  # 64 decompressed blocks
 PUBLISHED = Variant(50, 5)  # what a folder without manifest.json holds
+# Seconds a store that stops answering is waited for by a reader: it answers a
+# person or an HTTP request (serve gives each 10 s), so a store gone for longer
+# is one sentence (a 503 from serve), not a thread held for the solve's 120 s.
+ORACLE_PATIENCE = 5.0
 
 # What names one position (Position.parse validates it): text "k1 k2 p0 ..", its
 # numbers (ints, or text of them) as a list, tuple or array, or a Position.
@@ -155,7 +159,7 @@ class Tablebase:
         *,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
-        self.store = Store(url, storage_options)
+        self.store = Store(url, storage_options, patience=min(store_patience(), ORACLE_PATIENCE))
         self.url = self.store.shown
         self.manifest = find_tablebase(self.store)
         if self.manifest is None:
