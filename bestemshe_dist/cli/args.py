@@ -100,9 +100,14 @@ def cluster_args(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=at_least_one,
         default=None,
-        help="local cluster workers (default: CPU count); SLURM: worker jobs; Kubernetes: workers",
+        help="local cluster workers (default 1, with a thread per core); SLURM: worker jobs; Kubernetes: workers",
     )
-    p.add_argument("--threads-per-worker", type=at_least_one, default=None, help="local cluster (default 1)")
+    p.add_argument(
+        "--threads-per-worker",
+        type=at_least_one,
+        default=None,
+        help="local cluster (default: a thread per core for the one default worker, else 1)",
+    )
     p.add_argument(
         "--scheduler",
         default=None,
