@@ -640,3 +640,39 @@ def test_the_scale_projection_gives_each_level_at_least_its_rounds():
     assert huge["this_machine"]["hours"] == pytest.approx(huge["core_seconds"] / 2 / 3600, abs=0.01)
     small = bench.project(Variant(50, 5), measured, 2, 1, 2, 1 << 24)
     assert small["cluster"]["hours"] >= small["this_machine"]["hours"] - 0.01
+
+
+def test_a_result_waited_for_a_while_at_a_time_leaves_the_client_whole():
+    """The driver polls a flush's result every HOST_POLL_SECONDS. With
+    Future.result(timeout=...) a poll that ran out cancelled the client's shared
+    gather, and every later gather of the client failed; ResultFetch never cancels
+    its fetch. A cancelled future is its error, and the client stays whole."""
+    import time
+    from concurrent.futures import CancelledError
+
+    from bestemshe_dist.run.driver import ResultFetch
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        timeouts = 0
+        for i in range(100):
+            fetch = ResultFetch(client, client.submit(lambda x: x + 1, i, pure=False))
+            while True:
+                try:
+                    assert fetch.wait(0.0002) == i + 1
+                    break
+                except TimeoutError:
+                    timeouts += 1
+        assert timeouts > 0  # the polls did run out, as a busy flush's do
+        assert client.gather([client.submit(lambda x: 2 * x, 21, pure=False)]) == [42]
+
+        future = client.submit(time.sleep, 2, pure=False)
+        fetch = ResultFetch(client, future)
+        with pytest.raises(TimeoutError):
+            fetch.wait(0.05)
+        future.cancel()
+        with pytest.raises(CancelledError):  # an Exception, as a failed task's error is
+            fetch.wait(5)
+        assert client.submit(lambda: 7, pure=False).result() == 7

@@ -15,6 +15,7 @@ manifest are kept, and a large pair continues after its last complete round.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import math
@@ -189,6 +190,34 @@ def worker_info(client: Client) -> dict[str, dict[str, Any]]:
     assert scheduler is not None  # a connected client
     workers: dict[str, dict[str, Any]] = client.sync(scheduler.identity, n_workers=-1)["workers"]
     return workers
+
+
+class ResultFetch:
+    """A future's result, waited for a while at a time. Future.result(timeout=T)
+    cancels its fetch when T runs out, and a fetch cancelled while it waits on the
+    client's shared gather cancels that gather with it: every later gather of the
+    client then fails (distributed 2026.8: UnboundLocalError from utils.sync), as
+    a loaded machine showed with a poll of 0.5 ms. Here the fetch is started once
+    and shielded: a wait that runs out stops waiting on it, never the fetch."""
+
+    def __init__(self, client: Client, future: Future[Any]):
+        self.client = client
+        self.future = future
+        self.fetch: asyncio.Future[Any] | None = None
+
+    async def _wait(self, timeout: float) -> Any:
+        if self.fetch is None:
+            # Future has no public coroutine for its result; _result is what
+            # Future.result runs.
+            self.fetch = asyncio.ensure_future(self.future._result())
+            # A fetch left behind (its host gone) still has its end retrieved.
+            self.fetch.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return await asyncio.wait_for(asyncio.shield(self.fetch), timeout)
+
+    def wait(self, timeout: float) -> Any:
+        """The result, or TimeoutError after `timeout` seconds (the fetch goes on);
+        the future's own error if it failed or was cancelled."""
+        return self.client.sync(self._wait, timeout)
 
 
 def worker_slots(info: dict[str, Any]) -> int:
@@ -885,12 +914,13 @@ class Driver:
         the task would wait for ever, so it is given up on then."""
         from distributed import TimeoutError as DaskTimeout
 
+        fetch = ResultFetch(self.client, future)
         while True:
             # Waiting on the result itself, not on the task's end: a result held by a
             # worker that dies before it is fetched is lost, and the task, pinned to
             # its host, would wait for ever to be run again there.
             try:
-                return future.result(timeout=HOST_POLL_SECONDS)
+                return fetch.wait(HOST_POLL_SECONDS)
             except DaskTimeout:  # still running (or run again): look at its host
                 if future.status in ("error", "cancelled"):
                     raise
