@@ -196,9 +196,9 @@ class ResultFetch:
     """A future's result, waited for a while at a time. Future.result(timeout=T)
     cancels its fetch when T runs out, and a fetch cancelled while it waits on the
     client's shared gather cancels that gather with it: every later gather of the
-    client then fails (distributed 2026.8: UnboundLocalError from utils.sync), as
-    a loaded machine showed with a poll of 0.5 ms. Here the fetch is started once
-    and shielded: a wait that runs out stops waiting on it, never the fetch."""
+    client then fails (distributed 2026.8: UnboundLocalError from utils.sync); a
+    loaded machine makes that likely. Here the fetch is started once and
+    shielded: a wait that runs out stops waiting on it, never the fetch."""
 
     def __init__(self, client: Client, future: Future[Any]):
         self.client = client
