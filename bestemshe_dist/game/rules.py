@@ -68,7 +68,12 @@ def unrank(value: int, stones: int, binom: NDArray[np.int64], board: NDArray[np.
     board[0] = above
 
 
-@njit(cache=True, nogil=True)
+# successor, rotate and unmove_specs are inlined where they are called: the
+# kernels are compiled for a constant board size (kernels.call_specialized), so
+# the loops over the pits unroll there. On one core, the un-move arithmetic of a
+# walk over pair 2-4 (no update) fell from 67.5 to 54.6 ns (best of 7 on a
+# noisy machine), a whole un-move over pair 8-12 from 57-60 to 53-56 ns.
+@njit(cache=True, nogil=True, inline="always")
 def successor(board: NDArray[np.int64]) -> bool:
     """Advance `board` to the position of the next rank (an odometer over stones).
 
@@ -251,7 +256,7 @@ def rotated_rank(after: NDArray[np.int64], pits: int, binom: NDArray[np.int64]) 
     return value
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def rotate(after: NDArray[np.int64], pits: int, child: NDArray[np.int64]) -> None:
     n = 2 * pits
     for i in range(n):
@@ -305,7 +310,7 @@ def unmoves_into(
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def unmove_specs(
     child: NDArray[np.int64], pits: int, after: NDArray[np.int64], specs: NDArray[np.int64]
 ) -> int:
