@@ -334,7 +334,8 @@ def main(argv=None) -> int:
             )
     if c["task_phases"]:
         print(
-            "  CLI, round tasks' seconds by phase (summed over tasks; a counting round is one task on every thread): "
+            "  CLI, round tasks' seconds by phase "
+            "(summed over tasks; a counting round is one task on every thread): "
             + ", ".join(f"{k} {v:.1f}" for k, v in c["task_phases"].items() if k != "flush_wait")
             + f"; wall seconds waiting on flushes {c['task_phases'].get('flush_wait', 0.0):.1f}"
         )
