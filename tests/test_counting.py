@@ -197,7 +197,9 @@ def test_a_counting_solve_stopped_after_rounds_resumes_to_the_published_files(cl
     assert any(f"pair-18-24: resuming after round {rounds - 1}" in line for line in second), second
     assert any(
         re.search(
-            rf"pair-18-24: its states rebuilt on \S+ from the checkpoints of rounds 0-{rounds - 1} in", line
+            rf"pair-18-24: its states rebuilt on \S+ from the checkpoints of rounds 0-{rounds - 1} "
+            r"in [0-9.]+s \(this host held none of its states\)$",
+            line,
         )
         for line in second
     ), second
@@ -224,7 +226,7 @@ def test_a_counting_round_run_again_after_its_try_died_writes_the_same_parts(
     of decisions or (logs too small) from a scan of the round array: the same
     decisions as the frontier method's round 4. A try that died half way
     (states garbled, the host's mark not complete) is run again: it rebuilds
-    and writes the same parts."""
+    and writes the same parts; so is a try that raised. Each rebuild says why."""
     from bestemshe_dist.run import hostcount
 
     monkeypatch.setattr(hostcount, "LOG_POSITIONS", log)
@@ -261,6 +263,7 @@ def test_a_counting_round_run_again_after_its_try_died_writes_the_same_parts(
     try:
         clean = count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
         assert clean["rebuilt"] is not None  # a fresh host: rebuilt from the checkpoints
+        assert clean["rebuilt_why"] == "this host held none of its states"
         assert clean["parts"] and sum(clean["parts"].values()) == clean["wins"] + clean["losses"]
         decided = _decisions(store, clean["parts"])
         assert decided == _decisions(frontier_store, completed_rounds(frontier_store, pair.key)[4]["parts"])
@@ -272,8 +275,25 @@ def test_a_counting_round_run_again_after_its_try_died_writes_the_same_parts(
         host.note(4, False)
         again = count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
         assert again["rebuilt"] is not None
+        assert again["rebuilt_why"] == "a try of round 4 stopped before its end"
         assert again["parts"] == clean["parts"]
         assert _decisions(store, again["parts"]) == decided
+
+        # a try that raised part way through its walks (Dask would run it again)
+        def unreadable(data):
+            raise OSError("the store went away\nsecond line")
+
+        readable = hostcount.decode_part
+        monkeypatch.setattr(hostcount, "decode_part", unreadable)
+        with pytest.raises(OSError, match="the store went away"):
+            count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
+        monkeypatch.setattr(hostcount, "decode_part", readable)
+        third = count_round_task(job, pair, {}, "s", 4, chunk, sources, threads)
+        assert third["rebuilt_why"] == "a try of round 4 failed: OSError: the store went away"
+        assert third["parts"] == clean["parts"]
+        assert _decisions(store, third["parts"]) == decided
+        # complete after round 4 now: round 5 goes on without a rebuild
+        assert host.complete_after() == 4
     finally:
         forget_all_counting(job.space)
         hostmem.space(job.space).remove()

@@ -470,9 +470,10 @@ class Driver:
                 marker["previous_exact"] = max(exact)
             if mode == COUNTING and results[0].get("rebuilt") is not None:
                 marker["rebuilt_seconds"] = round(results[0]["rebuilt"], 3)
+                marker["rebuilt_why"] = results[0]["rebuilt_why"]
                 self.log(
                     f"{pair.key}: its states rebuilt on {results[0]['host']} from the checkpoints "
-                    f"of rounds 0-{round_ - 1} in {results[0]['rebuilt']:.1f}s"
+                    f"of rounds 0-{round_ - 1} in {results[0]['rebuilt']:.1f}s ({results[0]['rebuilt_why']})"
                 )
                 self.progress.rebuilt(pair.key, results[0]["rebuilt"])
             marker["store_bytes_read"] = self.store_reads()

@@ -18,9 +18,10 @@ array (2 bits a position of one layer) and the dependency rows (hostpair.py).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -76,8 +77,24 @@ class HostCounting:
         mark = self.space.read_state(counted_mark(self.pair.key), {})
         return mark.get("round") if mark.get("complete") else None
 
-    def note(self, round_: int, complete: bool) -> None:
-        self.space.write_state(counted_mark(self.pair.key), {"round": round_, "complete": complete})
+    def note(self, round_: int, complete: bool, failed: str | None = None) -> None:
+        mark: dict[str, Any] = {"round": round_, "complete": complete}
+        if failed:
+            mark["failed"] = failed
+        self.space.write_state(counted_mark(self.pair.key), mark)
+
+    def why_rebuilt(self, after: int) -> str:
+        """Why the states are not complete after round `after` here, in a few words:
+        what a rebuild's log line says (a try that failed is otherwise retried
+        without a word)."""
+        mark = self.space.read_state(counted_mark(self.pair.key), {})
+        if "round" not in mark:
+            return "this host held none of its states"
+        if mark.get("failed"):
+            return f"a try of round {mark['round']} failed: {mark['failed']}"
+        if not mark.get("complete"):
+            return f"a try of round {mark['round']} stopped before its end"
+        return f"this host's states were those after round {mark['round']}, not {after}"
 
     def reset(self) -> None:
         for states in self.state.states.values():
@@ -150,6 +167,21 @@ def forget_all_counting(space_name: str) -> None:
     _HOSTS.forget_all(space_name)
 
 
+@contextlib.contextmanager
+def _failure_noted(host: HostCounting, round_: int) -> Iterator[None]:
+    """A try of a round that raises leaves its error in the host's mark, for the
+    next try's rebuild to name: Dask runs the round again without a word."""
+    try:
+        yield
+    except BaseException as exc:
+        line = (str(exc).strip().splitlines() or [""])[0][:120]
+        # Best effort: a space removed under the task (the run ended) must not hide
+        # the error that the task raises.
+        with contextlib.suppress(Exception):
+            host.note(round_, False, failed=f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
+        raise
+
+
 def count_round(
     job: Job,
     pair: PairPlan,
@@ -192,7 +224,7 @@ def count_round(
             result["evaluations"] += evaluations
             result["unmoves"] += unmoves
 
-    with space.locked(counted_mark(pair.key)):
+    with space.locked(counted_mark(pair.key)), _failure_noted(host, round_):
         if round_ == 0:
             mark = time.perf_counter()
             host.reset()
@@ -217,6 +249,7 @@ def count_round(
             host.note(0, True)
         else:
             if host.complete_after() != round_ - 1:
+                result["rebuilt_why"] = host.why_rebuilt(round_ - 1)
                 result["rebuilt"] = phases["rebuild"] = host.rebuild(round_ - 1, chunk_size, threads)
             host.note(round_, False)
             by_chunk: dict[tuple[tuple[int, int], int], list[str]] = {}
