@@ -3,6 +3,7 @@ identical to a clean solve (the published ones, for the 50-stone layers with
 k1 + k2 >= 40), and no object is ever half-written under its final name.
 Hosts are Linux namespaces (hosts_support.py); the store, a folder or SeaweedFS."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -165,6 +166,20 @@ def cli(*args, **popen):
     )
 
 
+def ended(proc, timeout):
+    """The stderr of a `cli` process once it exits; one that runs past `timeout`
+    seconds is killed (its whole group) and fails the test with its last lines,
+    so a hang says where it hung."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1] or ""
+        tail = "\n".join(err.strip().splitlines()[-30:])
+        raise AssertionError(f"the solve still ran after {timeout} s; its last lines:\n{tail}") from None
+
+
 def solve_args(out, *more):
     return ["solve", "--min-captured", 40, "--chunk-size", CHUNK, "--out", out, *more]
 
@@ -183,7 +198,7 @@ def test_the_scheduler_killed_mid_round(make_hosts, tmp_path):
         assert first.poll() is None and time.time() < deadline, first.stderr.read()
         time.sleep(0.01)
     hosts.kill_scheduler()
-    _, err = first.communicate(timeout=180)
+    err = ended(first, 180)
     assert first.returncode == 1, err
     last = err.strip().splitlines()[-1]
     assert "lost its Dask scheduler" in last and "run the same command again" in last, err
@@ -196,7 +211,7 @@ def test_the_scheduler_killed_mid_round(make_hosts, tmp_path):
         hosts.start_worker(i)
     hosts.client().close()
     again = cli(*args)
-    _, err = again.communicate(timeout=300)
+    err = ended(again, 300)
     assert again.returncode == 0, err
     assert "resuming after round" in err, err
     same_as_published(out)
@@ -222,7 +237,7 @@ def test_the_output_store_full(small_disk):
     out = small_disk / "out"
     args = solve_args(out, "--workers", 2, "--quiet")
     first = cli(*args)
-    _, err = first.communicate(timeout=300)
+    err = ended(first, 300)
     assert first.returncode == 1, err
     assert len(err.strip().splitlines()) == 1, err
     assert "the store is full (" in err and "bytes to write" in err and "run the same command again" in err, (
@@ -236,7 +251,7 @@ def test_the_output_store_full(small_disk):
             assert (out / name).read_bytes() == (FIXTURE_M40 / name).read_bytes(), name
     ballast.unlink()
     again = cli(*args)
-    _, err = again.communicate(timeout=300)
+    err = ended(again, 300)
     assert again.returncode == 0, err
     same_as_published(out)
 
@@ -286,7 +301,7 @@ def test_the_s3_store_stopped_mid_round_and_started_again(seaweed_server):
     seaweed_server.stop()
     time.sleep(12)
     seaweed_server.start()
-    _, err = proc.communicate(timeout=300)
+    err = ended(proc, 300)
     assert proc.returncode == 0, err
     same_as_published_on_s3("faults-restart")
 
@@ -303,7 +318,7 @@ def test_the_s3_store_stopped_for_good(seaweed_server):
     until_round(proc)
     seaweed_server.stop()
     try:
-        _, err = proc.communicate(timeout=300)
+        err = ended(proc, 300)
     finally:
         seaweed_server.start()
     assert proc.returncode == 1, err
@@ -311,7 +326,7 @@ def test_the_s3_store_stopped_for_good(seaweed_server):
     assert f"s3://{S3_BUCKET}/faults-gone" in last and "did not answer" in last, err
     assert "run the same command again" in last and "Traceback" not in err, err
     again = cli(*args, env=seaweed_server.client_env)
-    _, err = again.communicate(timeout=300)
+    err = ended(again, 300)
     assert again.returncode == 0, err
     same_as_published_on_s3("faults-gone")
 
@@ -343,7 +358,7 @@ def test_a_seaweedfs_volume_at_its_limit(seaweed_server, tmp_path):
         proc = cli(*args, env=env)
         until_round(proc)
         fill("ballast")
-        _, err = proc.communicate(timeout=300)
+        err = ended(proc, 300)
         assert proc.returncode == 1, err
         last = err.strip().splitlines()[-1]
         assert f"cannot write s3://{S3_BUCKET}/faults-full/" in last and "bytes to write" in last, err
@@ -360,7 +375,7 @@ def test_a_seaweedfs_volume_at_its_limit(seaweed_server, tmp_path):
         small.options = ["-master.volumeSizeLimitMB=2", "-volume.max=8"]  # volumes added
         small.start()
         again = cli(*args, env=small.client_env)
-        _, err = again.communicate(timeout=300)
+        err = ended(again, 300)
         assert again.returncode == 0, err
         same_as_published_on_s3("faults-full")
     finally:
@@ -399,7 +414,7 @@ slurm:
     ).stdout.split()
     assert len(jobs) == 2, jobs
     subprocess.run(["scancel", jobs[0]], env=env, check=True)
-    _, err = proc.communicate(timeout=400)
+    err = ended(proc, 400)
     assert proc.returncode == 0, err
     assert "ended; submitting it again" in err, err
     same_as_published(out)
