@@ -647,7 +647,7 @@ class Driver:
                     raise _Stopped() from None
                 if host in self.memory_domains():
                     raise
-                why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
+                why = first_line(exc)[:80]
                 self.log(
                     f"{pair.key} round {round_}: {why}; running it again elsewhere (attempt {attempt + 1})"
                 )
@@ -897,7 +897,7 @@ class Driver:
                     if self.stop.is_set():  # the stop cancelled it: not a lost host
                         raise _Stopped() from None
                     if host in ran and failed is None:
-                        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
+                        why = first_line(exc)[:80]
                         failed = f"the flush on host {host} failed ({why})"
                     continue  # a host that ran nothing of the round had nothing to write
                 parts.update(result["parts"])

@@ -29,7 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..data.checkpoint import decode_part
-from ..data.store import read_json
+from ..data.store import read_json, redact
+from ..errors import first_line
 from ..game.dag import PairPlan
 from ..game.geometry import partner
 from ..naming import counted_mark, parse_part, round_array, round_marker, states_array
@@ -83,11 +84,13 @@ class HostCounting:
             mark["failed"] = failed
         self.space.write_state(counted_mark(self.pair.key), mark)
 
-    def why_rebuilt(self, after: int) -> str:
-        """Why the states are not complete after round `after` here, in a few words:
-        what a rebuild's log line says (a try that failed is otherwise retried
-        without a word)."""
+    def why_rebuilt(self, after: int) -> str | None:
+        """None when the states here are complete after round `after`; else why not,
+        in a few words: what a rebuild's log line says (a try that failed is
+        otherwise run again by Dask without a word)."""
         mark = self.space.read_state(counted_mark(self.pair.key), {})
+        if mark.get("complete") and mark.get("round") == after:
+            return None
         if "round" not in mark:
             return "this host held none of its states"
         if mark.get("failed"):
@@ -174,11 +177,12 @@ def _failure_noted(host: HostCounting, round_: int) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        line = (str(exc).strip().splitlines() or [""])[0][:120]
+        said = redact(first_line(exc))[:120]
+        failed = f"{type(exc).__name__}: {said}" if str(exc).strip() else said
         # Best effort: a space removed under the task (the run ended) must not hide
         # the error that the task raises.
         with contextlib.suppress(Exception):
-            host.note(round_, False, failed=f"{type(exc).__name__}: {line}" if line else type(exc).__name__)
+            host.note(round_, False, failed=failed)
         raise
 
 
@@ -248,8 +252,9 @@ def count_round(
             phases["kernel"] = time.perf_counter() - mark
             host.note(0, True)
         else:
-            if host.complete_after() != round_ - 1:
-                result["rebuilt_why"] = host.why_rebuilt(round_ - 1)
+            why = host.why_rebuilt(round_ - 1)
+            if why is not None:
+                result["rebuilt_why"] = why
                 result["rebuilt"] = phases["rebuild"] = host.rebuild(round_ - 1, chunk_size, threads)
             host.note(round_, False)
             by_chunk: dict[tuple[tuple[int, int], int], list[str]] = {}
