@@ -1,4 +1,6 @@
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +35,20 @@ def chromium_path() -> str:
     path = shutil.which("chromium") or CHROMIUM
     assert Path(path).exists(), "Debian's chromium is missing: scripts/test.sh installs it (as root)"
     return path
+
+
+def ended(proc, timeout):
+    """The stderr of a CLI process started in its own session, once it exits; one
+    that runs past `timeout` seconds is killed (its whole group) and fails the
+    test with its last lines, so a hang says where it hung."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1] or ""
+        tail = "\n".join(err.strip().splitlines()[-30:])
+        raise AssertionError(f"the solve still ran after {timeout} s; its last lines:\n{tail}") from None
 
 
 def run_cli(*args, timeout=600, env=None):

@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from conftest import run_cli
+from conftest import ended, run_cli
 
 
 @pytest.mark.parametrize(
@@ -198,7 +198,7 @@ def test_ctrl_c_is_one_line(tmp_path):
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)
-    _stdout, stderr = proc.communicate(timeout=120)
+    stderr = ended(proc, 120)
     assert proc.returncode == 130, stderr
     lines = [l for l in stderr.splitlines() if not l.startswith("[")]  # the progress lines
     assert lines == ["bestemshe-dist solve: interrupted; run the same command again to resume"], stderr
@@ -337,7 +337,7 @@ def test_sigterm_stops_a_solve_as_ctrl_c_does_and_frees_its_host_memory(tmp_path
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    _stdout, stderr = proc.communicate(timeout=120)
+    stderr = ended(proc, 120)
     assert proc.returncode == 143, stderr
     lines = [l for l in stderr.splitlines() if not l.startswith("[")]  # the progress lines
     assert lines == ["bestemshe-dist solve: terminated; run the same command again to resume"], stderr

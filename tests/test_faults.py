@@ -3,7 +3,6 @@ identical to a clean solve (the published ones, for the 50-stone layers with
 k1 + k2 >= 40), and no object is ever half-written under its final name.
 Hosts are Linux namespaces (hosts_support.py); the store, a folder or SeaweedFS."""
 
-import contextlib
 import json
 import os
 import shutil
@@ -14,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import FIXTURE_M40, ROOT, S3_BUCKET, S3_KEY, S3_SECRET, SeaweedServer
+from conftest import FIXTURE_M40, ROOT, S3_BUCKET, S3_KEY, S3_SECRET, SeaweedServer, ended
 from distributed import get_task_stream
 
 from bestemshe_dist.game.dag import make_plan
@@ -164,20 +163,6 @@ def cli(*args, **popen):
         start_new_session=True,
         **popen,
     )
-
-
-def ended(proc, timeout):
-    """The stderr of a `cli` process once it exits; one that runs past `timeout`
-    seconds is killed (its whole group) and fails the test with its last lines,
-    so a hang says where it hung."""
-    try:
-        return proc.communicate(timeout=timeout)[1]
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        err = proc.communicate()[1] or ""
-        tail = "\n".join(err.strip().splitlines()[-30:])
-        raise AssertionError(f"the solve still ran after {timeout} s; its last lines:\n{tail}") from None
 
 
 def solve_args(out, *more):

@@ -185,3 +185,30 @@ def test_layers_outside_the_plan_are_not_counted_done():
         plan, {(24, 24): _entry(24, 24, 55, 10, 5, 40), (22, 24): _entry(22, 24, 715, 1, 2, 712)}, {}
     )
     assert "] 0/1 layers, 0/" in stream.getvalue()
+
+
+def test_a_pair_half_published_counts_each_position_once():
+    """A pair's rounds are over once one of its layers is published: its other
+    layer counts whole (its undecided positions are draws) and the first one
+    only once, so the figure never passes the total nor goes back."""
+    stream, events = io.StringIO(), []
+    view, state = ProgressView(stream, tty=False, clock=_Clock()), SolveState()
+    view.started(PLAN, {}, {"pair-20-24": 4})
+    state.event(plan_message(PLAN, {}, {"pair-20-24": 4}))
+
+    def seen():
+        events.append((view.decided, state.positions_decided()))
+
+    for round_, undecided in enumerate((7_000, 2_000, 120)):
+        message = {"pair": "pair-20-24", "round": round_, "mode": "counting", "undecided": undecided}
+        view.round_done("pair-20-24", round_, "counting", 0, undecided, 0.1)
+        state.event({"event": "round", "decided": 0, "seconds": 0.1, **message})
+        seen()
+    for k1, k2 in ((20, 24), (24, 20)):  # 5,005 positions each, 60 drawn
+        entry = _entry(k1, k2, 5_005, 4_000, 60, 945)
+        view.layer_done(entry)
+        state.event({"event": "layer", "layer": f"{k1}_{k2}", **entry, "seconds": 0.5})
+        seen()
+    assert events[2] == (10_010 - 120,) * 2
+    assert events[3] == events[4] == (10_010,) * 2  # half published: the other layer is decided whole
+    assert all(a <= b for a, b in zip(events, events[1:]))

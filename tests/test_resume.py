@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import ended, run_cli
 from resume_support import ARGS, CHUNK, PITS, STONES, same_files, solve_reference, start
 
 from bestemshe_dist.game.dag import make_plan
@@ -106,7 +106,7 @@ def test_worker_killed_mid_round(tmp_path, reference):
     workers = _workers_of(proc)
     assert workers, "no worker process found"
     os.kill(max(workers), signal.SIGKILL)
-    _, err = proc.communicate(timeout=300)
+    err = ended(proc, 300)
     assert proc.returncode == 0, err
     same_files(out, reference)
 
@@ -120,7 +120,7 @@ def test_two_runs_on_one_output_refuse(tmp_path, reference):
         second = run_cli(*ARGS, "--out", out)
         assert second.returncode == 1
         assert "another solve" in second.stderr and "is writing to" in second.stderr
-        _, err = proc.communicate(timeout=300)
+        err = ended(proc, 300)
         assert proc.returncode == 0, err
     finally:
         if proc.poll() is None:

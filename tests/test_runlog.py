@@ -8,7 +8,7 @@ import re
 import signal
 
 import pytest
-from conftest import run_cli
+from conftest import ended, run_cli
 from resume_support import ARGS, CHUNK, PITS, STONES, same_files, solve_reference, start
 
 from bestemshe_dist.data.store import Store
@@ -88,7 +88,7 @@ def test_a_terminated_run_says_so_and_a_fresh_solve_resumes_nothing(tmp_path, re
     proc = start(out)
     wait_for_round(proc, r"pair-0-2 round 1 \(")
     os.killpg(proc.pid, signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    err = ended(proc, 60)
     assert proc.returncode == 143, err
     (first,) = runs_of(out)
     assert first["how"] == "terminated" and first["ended"] >= first["started"]
