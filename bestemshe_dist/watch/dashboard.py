@@ -44,7 +44,7 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..naming import layer_name, pair_key, parse_task_key
-from .progress import TOPIC
+from .progress import TOPIC, unpublished_decided
 
 logger = logging.getLogger(__name__)
 
@@ -177,13 +177,11 @@ class SolveState:
         published = sum(
             self.layers.get(n, {}).get("positions", d.get("positions", 0)) for n, d in self.done.items()
         )
-        in_rounds = 0
-        for pair, rounds in self.rounds.items():
-            info = self.pairs.get(pair)
-            if info is None or all(n in self.done for n in info["layers"]):
-                continue
-            # a frontier round may count a position twice; the undecided figure is exact
-            in_rounds += max(info["layer_size"] * len(info["layers"]) - rounds[-1]["undecided"], 0)
+        in_rounds = sum(
+            unpublished_decided(info["layer_size"], info["layers"], self.done, rounds[-1]["undecided"])
+            for pair, rounds in self.rounds.items()
+            if (info := self.pairs.get(pair)) is not None
+        )
         return published + in_rounds
 
     def snapshot(self) -> dict[str, Any]:

@@ -189,6 +189,20 @@ class SchedulerEvents(Progress):
         self._send({"event": "failed", "reason": reason})
 
 
+def unpublished_decided(
+    layer_size: int, layers: list[str], done: set[str] | dict[str, Any], undecided: int
+) -> int:
+    """Positions decided in a pair's layers not yet published, `undecided` being
+    its last round's figure. Once one of its layers is published the pair's
+    rounds are over, so its other layers are decided whole (what is left
+    undecided is a draw); before that, its positions less the undecided ones (a
+    frontier round may count a position twice; the undecided figure is exact)."""
+    left = sum(1 for name in layers if name not in done)
+    if left < len(layers):
+        return layer_size * left
+    return max(layer_size * left - undecided, 0)
+
+
 def format_duration(seconds: float) -> str:
     seconds = round(max(seconds, 0))
     h, rest = divmod(seconds, 3600)
@@ -227,9 +241,8 @@ class ProgressView(Progress):
         self.done_layers = 0
         self.total_positions = 0  # of the layers this run solves
         self.published_positions = 0
-        self.in_rounds: dict[str, int] = {}  # pair key -> positions decided so far in its rounds
-        self.pair_positions: dict[str, int] = {}
-        self.pair_of: dict[str, str] = {}  # layer name -> pair key
+        self.undecided: dict[str, int] = {}  # pair key -> undecided after its last round
+        self.layer_size: dict[str, int] = {}  # pair key -> positions in each of its layers
         self.pair_layers: dict[str, list[str]] = {}  # pair key -> layer names
         self.done: set[str] = set()
         self.solve_t0: float | None = None
@@ -258,7 +271,11 @@ class ProgressView(Progress):
     # -- figures --------------------------------------------------------------------
     @property
     def decided(self) -> int:
-        return min(self.published_positions + sum(self.in_rounds.values()), self.total_positions)
+        in_rounds = sum(
+            unpublished_decided(self.layer_size[pair], self.pair_layers[pair], self.done, undecided)
+            for pair, undecided in self.undecided.items()
+        )
+        return min(self.published_positions + in_rounds, self.total_positions)
 
     def rate(self) -> float:
         elapsed = self.clock() - self.solve_t0 if self.solve_t0 is not None else 0.0
@@ -308,9 +325,7 @@ class ProgressView(Progress):
         for p in plan.pairs:
             names = [layer_name(*l) for l in p.layers]
             self.pair_layers[p.key] = names
-            self.pair_positions[p.key] = p.positions
-            for n in names:
-                self.pair_of[n] = p.key
+            self.layer_size[p.key] = p.layer_size
         # A folder may hold layers this plan does not solve (--pair's dependencies).
         planned = {layer_name(*l) for l in plan.layers}
         self.done = {layer_name(*l) for l in published} & planned
@@ -323,8 +338,8 @@ class ProgressView(Progress):
     def round_done(
         self, pair_key: str, round_: int, mode: str, decided: int, undecided: int, seconds: float
     ) -> None:
-        # A frontier round may count a position twice; the pair's undecided figure is exact.
-        self.in_rounds[pair_key] = max(self.pair_positions.get(pair_key, 0) - int(undecided), 0)
+        if pair_key in self.layer_size:
+            self.undecided[pair_key] = int(undecided)
         self._update()
 
     def layer_done(self, entry: dict[str, Any]) -> None:
@@ -334,9 +349,6 @@ class ProgressView(Progress):
         self.done.add(name)
         self.done_layers += 1
         self.published_positions += entry["positions"]
-        pair = self.pair_of.get(name)
-        if pair is not None and all(n in self.done for n in self.pair_layers[pair]):
-            self.in_rounds.pop(pair, None)
         self._update(force=self.done_layers == self.total_layers)
 
     def finished(self, summary: Summary) -> None:
