@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..naming import layer_name
@@ -189,9 +189,7 @@ class SchedulerEvents(Progress):
         self._send({"event": "failed", "reason": reason})
 
 
-def unpublished_decided(
-    layer_size: int, layers: list[str], done: set[str] | dict[str, Any], undecided: int
-) -> int:
+def unpublished_decided(layer_size: int, layers: list[str], done: Container[str], undecided: int) -> int:
     """Positions decided in a pair's layers not yet published, `undecided` being
     its last round's figure. Once one of its layers is published the pair's
     rounds are over, so its other layers are decided whole (what is left
