@@ -193,13 +193,23 @@ def test_pair_bench_runs_one_pair_both_ways(tmp_path):
     assert cli["task_phases"] == {}  # nor phases: those come from a large pair's rounds
 
 
-def test_floor_bench_does_the_kernels_arithmetic():
+def test_floor_bench_does_the_kernels_arithmetic(tmp_path):
     """benchmarks/floor_bench.py: its arithmetic loop ranks every continuing move's
-    child as rules.move_rank does (so its time is the kernel's arithmetic, not
-    less), its sweep evaluates every position, and the floor adds up."""
+    child as rules.move_rank does, and its un-move loop every predecessor as
+    rules.unmoves and rules.rank do (so their times are the kernels' arithmetic,
+    not less); its sweep evaluates every position; and the floors, of a pair and
+    of a solved folder's manifest, add up."""
     import subprocess
     import sys
 
+    manifest = {
+        "layers": {
+            "2_0": {"k1": 2, "k2": 0, "positions": 10, "evaluations": 20, "unmoves": 70},
+            "0_2": {"k1": 0, "k2": 2, "positions": 30, "evaluations": 20, "unmoves": 70},
+            "4_0": {"k1": 4, "k2": 0, "positions": 5, "evaluations": 5, "unmoves": 9},
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     done = subprocess.run(
         [
             sys.executable,
@@ -215,6 +225,10 @@ def test_floor_bench_does_the_kernels_arithmetic():
             "100000",
             "--publish-core-seconds",
             "1.5",
+            "--solved",
+            str(tmp_path),
+            "--solved-publish-core-seconds",
+            "4",
             "--json",
         ],
         capture_output=True,
@@ -228,12 +242,20 @@ def test_floor_bench_does_the_kernels_arithmetic():
     size = variant.layer_size(2, 0)
     assert report["positions"] == report["evaluated"] == report["check"]["ranks"] == size
     assert report["check"]["kernel"] == report["check"]["reference"] == report["checksum"] > 0
+    assert report["check"]["unmove_kernel"] == report["check"]["unmove_reference"]
+    assert report["check"]["unmove_kernel"] == [report["unmove_checksum"], report["unmoves"]]
+    assert report["unmoves"] > size  # every position of a layer has 1.6 un-moves on average here
+    ns = report["first_round_ns"], report["unmove_ns"]
     floor = report["floor"]
-    assert floor["pair_positions"] == size + variant.layer_size(0, 2)
-    assert floor["wall_seconds_with_reads"] == pytest.approx(
-        (2.03 * floor["pair_positions"] * report["sweep_ns"] * 1e-9 + 1.5) / 2
+    assert floor["positions"] == size + variant.layer_size(0, 2)
+    assert floor["wall_seconds"] == pytest.approx(
+        (floor["positions"] * ns[0] * 1e-9 + 3.06 * floor["positions"] * ns[1] * 1e-9 + 1.5) / 2
     )
-    assert report["walk_ns"] > 0 and report["arithmetic_ns"] > 0 and report["sweep_ns"] > 0
+    # The solved folder: each layer's positions, each pair's evaluations and un-moves once.
+    solved = report["solved_floor"]
+    assert (solved["positions"], solved["evaluations"], solved["unmoves"]) == (45, 25, 79)
+    assert solved["wall_seconds"] == pytest.approx((25 * ns[0] * 1e-9 + 79 * ns[1] * 1e-9 + 4) / 2)
+    assert min(report["walk_ns"], report["arithmetic_ns"], report["sweep_ns"], *ns) > 0
 
 
 def test_synthetic_output_never_mixes_with_a_real_tablebase(tmp_path):
