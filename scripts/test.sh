@@ -32,4 +32,8 @@ if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/nu
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-exec .venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist), a file to a worker: one at a time, the suite keeps
+# about one of two cores busy (it waits on servers, subprocesses and timeouts),
+# so two at once take about half the wall time. tests/conftest.py keeps the files
+# that share a machine-wide server on one worker. `-n 0` after it: one at a time.
+exec .venv/bin/python -m pytest -n 2 --dist loadfile "$@"

@@ -234,3 +234,39 @@ def make_hosts(request, tmp_path):
         return made.open()
 
     return make
+
+
+# Under pytest-xdist, scripts/test.sh runs `-n 2 --dist loadfile`: a file's tests
+# stay on one worker (its module fixtures are made once), and the files that hold
+# a machine-wide resource count as one file, so that they take turns: SeaweedFS
+# on port 8333 and the one SLURM of scripts/slurm-single-node.sh. They go first:
+# together they are the longest piece, and a long piece started last is waited for.
+ONE_AT_A_TIME = ("test_faults", "test_s3", "test_oracle_remote", "test_slurm")
+
+
+MACHINE_WIDE_FIXTURES = {"seaweed", "seaweed_server", "slurm"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        held = MACHINE_WIDE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if held and item.path.stem not in ONE_AT_A_TIME:
+            raise pytest.UsageError(
+                f"{item.nodeid} uses {', '.join(sorted(held))}: add its file to ONE_AT_A_TIME in tests/conftest.py"
+            )
+    items.sort(key=lambda item: item.path.stem not in ONE_AT_A_TIME)  # stable
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneAtATime(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return "one-at-a-time" if Path(path).stem in ONE_AT_A_TIME else path
+
+    config.option.loadscopereorder = False  # the order above, not by number of tests
+    return OneAtATime(config, log)
