@@ -118,3 +118,31 @@ def test_sample_shards_to_s3_equal_a_local_sample(seaweed, tb123, tmp_path):
     assert json.loads(card)["counts"]["rows"] == 9_000
     table = pq.read_table(io.BytesIO(fs.cat_file(f"{S3_BUCKET}/samples/s1/{names[-1]}")))
     assert table.num_rows == 1_000 and "keeps_mask" in table.column_names
+
+
+def test_a_refused_publication_says_what_a_refused_write_says(monkeypatch):
+    """On an object store, publishing a layer file is a copy, and it takes room as
+    a write does: SeaweedFS with no writable volume left answers both with
+    InternalError. Tried for the tool's patience, a refused publication ends with
+    the sentence of a refused write: the file, its bytes, free space or add volumes."""
+    import errno
+
+    from bestemshe_dist.data.store import Store, StoreError
+
+    store = Store("memory://refused-publication", patient=True, patience=1.0)
+    store.write_bytes("staged/layer_20_24_win.bin", b"x" * 4096)
+
+    def refused(src, dst):
+        raise OSError(errno.EREMOTEIO, "We encountered an internal error, please try again.")
+
+    monkeypatch.setattr(store.fs, "mv", refused)
+    for size in (None, 4096):  # asked of the store, or given by the caller
+        try:
+            store.move("staged/layer_20_24_win.bin", "layer_20_24_win.bin", size)
+        except StoreError as exc:
+            said = str(exc)
+        else:
+            raise AssertionError("a refused publication passed")
+        assert said.startswith("cannot publish memory://refused-publication/layer_20_24_win.bin: "), said
+        assert "(4,096 bytes to write)" in said and "add volumes" in said, said
+        assert "run the same command again" in said, said

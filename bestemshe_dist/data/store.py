@@ -161,7 +161,7 @@ class Store:
                 f"{where}: {exc.reason}; the store did not answer for {spent:.0f} s: "
                 "run the same command again once it is back (a solve resumes)."
             )
-        if what == "write":
+        if what in ("write", "publish"):
             return (
                 f'{where}: the store answered "{exc.reason}" for {spent:.0f} s, as an object store out of '
                 f"room does ({size or 0:,} bytes to write); free space or add volumes there and run the "
@@ -260,8 +260,12 @@ class Store:
 
         self._call("write", name, write, len(data))
 
-    def move(self, src: str, dst: str) -> None:
-        self._call("publish", dst, lambda: self.fs.mv(self.path(src), self.path(dst)))
+    def move(self, src: str, dst: str, size: int | None = None) -> None:
+        """Put `src` in place as `dst`. On an object store it is a copy (it takes
+        room as a write does), so a refusal names its bytes: `size`, else asked."""
+        if size is None:
+            size = self.size(src)
+        self._call("publish", dst, lambda: self.fs.mv(self.path(src), self.path(dst)), size)
 
     def remove(self, name: str) -> None:
         def remove() -> None:

@@ -198,8 +198,10 @@ def publish_layer_task(
     if published is not None:
         return published
     entry = pair_entries[layer]
-    for name in [layer_file(k1, k2, kind) for kind in entry["bytes"]] + [sums_file(k1, k2)]:
-        store.move(staged(name), name)  # the sidecar last: a file is never checked by a stale one
+    for kind, size in entry["bytes"].items():
+        name = layer_file(k1, k2, kind)
+        store.move(staged(name), name, size)
+    store.move(staged(sums_file(k1, k2)), sums_file(k1, k2))  # last: a file is never checked by a stale one
     return entry
 
 
