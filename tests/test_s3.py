@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import s3fs
 from conftest import S3_BUCKET, S3_KEY, S3_SECRET, run_cli
 
@@ -137,12 +138,9 @@ def test_a_refused_publication_says_what_a_refused_write_says(monkeypatch):
 
     monkeypatch.setattr(store.fs, "mv", refused)
     for size in (None, 4096):  # asked of the store, or given by the caller
-        try:
+        with pytest.raises(StoreError) as refusal:
             store.move("staged/layer_20_24_win.bin", "layer_20_24_win.bin", size)
-        except StoreError as exc:
-            said = str(exc)
-        else:
-            raise AssertionError("a refused publication passed")
+        said = str(refusal.value)
         assert said.startswith("cannot publish memory://refused-publication/layer_20_24_win.bin: "), said
         assert "(4,096 bytes to write)" in said and "add volumes" in said, said
         assert "run the same command again" in said, said
